@@ -1,0 +1,1 @@
+"""Paged KV-cache kernels: Triton implementations and their plain-torch references."""

@@ -1,0 +1,133 @@
+"""Plain-torch references for the paged KV-cache kernels.
+
+These are the ground truth the Triton kernels are tested against, and they are also the
+engine's ``torch`` backend: every KV write and every attention read goes through a block
+table, exactly as the kernels do.
+
+Layouts (vLLM's):
+    k_cache, v_cache   (num_blocks, block_size, num_kv_heads, head_dim)
+    block_tables       (num_seqs, max_pages) int32; entry [s, p] is the physical block that
+                       holds logical page p of sequence s (entries past the sequence are ignored)
+    slot               block * block_size + offset, a flat index into the first two cache dims
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def store_kv_ref(
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    slot_mapping: torch.Tensor,
+) -> None:
+    """Write N tokens' keys and values into their slots, in place.
+
+    k, v: (N, num_kv_heads, head_dim); slot_mapping: (N,) int, one slot per token.
+    """
+    num_blocks, block_size = k_cache.shape[:2]
+    flat_k = k_cache.view(num_blocks * block_size, *k_cache.shape[2:])
+    flat_v = v_cache.view(num_blocks * block_size, *v_cache.shape[2:])
+    idx = slot_mapping.long()
+    flat_k[idx] = k.to(k_cache.dtype)
+    flat_v[idx] = v.to(v_cache.dtype)
+
+
+def slot_mapping_ref(block_tables: torch.Tensor, seq_ids: torch.Tensor, positions: torch.Tensor, block_size: int) -> torch.Tensor:
+    """Slots of tokens given their sequence index and position. Returns (N,) int64."""
+    pages = block_tables[seq_ids.long(), (positions // block_size).long()].long()
+    return pages * block_size + (positions % block_size).long()
+
+
+def _gather_kv(cache: torch.Tensor, block_table: torch.Tensor, seq_len: int) -> torch.Tensor:
+    """K or V of one sequence in logical order. Returns (seq_len, num_kv_heads, head_dim)."""
+    block_size = cache.shape[1]
+    num_pages = (seq_len + block_size - 1) // block_size
+    blocks = block_table[:num_pages].long()
+    return cache[blocks].reshape(num_pages * block_size, *cache.shape[2:])[:seq_len]
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_positions: torch.Tensor, scale: float) -> torch.Tensor:
+    """Causal attention of queries at q_positions over keys at positions 0..len(k)-1.
+
+    q: (n, num_heads, head_dim); k, v: (L, num_kv_heads, head_dim) -> (n, num_heads, head_dim).
+    Computed in float32 whatever the input dtype.
+    """
+    num_heads, num_kv_heads = q.shape[1], k.shape[1]
+    group = num_heads // num_kv_heads
+    k = k.float().repeat_interleave(group, dim=1)  # (L, H, D)
+    v = v.float().repeat_interleave(group, dim=1)
+    scores = torch.einsum("nhd,lhd->hnl", q.float(), k) * scale  # (H, n, L)
+    key_pos = torch.arange(k.shape[0], device=q.device)
+    mask = key_pos[None, :] > q_positions[:, None].to(q.device)  # (n, L)
+    scores = scores.masked_fill(mask[None], float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    return torch.einsum("hnl,lhd->nhd", probs, v)
+
+
+def paged_decode_attention_ref(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,
+    seq_lens: torch.Tensor,
+    scale: float,
+    block_reads: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """One query token per sequence, attending to all seq_lens[s] cached tokens (itself included).
+
+    q: (num_seqs, num_heads, head_dim) -> (num_seqs, num_heads, head_dim), q's dtype.
+    block_reads: optional (num_blocks,) int32, incremented in place by one for every
+    (sequence, kv head) pair that reads the block.
+    """
+    num_seqs, num_heads, head_dim = q.shape
+    block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
+    lens = seq_lens.long().to(q.device)
+    num_pages = int((lens.max() + block_size - 1) // block_size)
+    page_used = torch.arange(num_pages, device=q.device)[None, :] * block_size < lens[:, None]  # (S, P)
+    blocks = torch.where(page_used, block_tables[:, :num_pages].long(), 0)  # (S, P)
+    k = k_cache[blocks].reshape(num_seqs, num_pages * block_size, num_kv_heads, head_dim)
+    v = v_cache[blocks].reshape(num_seqs, num_pages * block_size, num_kv_heads, head_dim)
+    group = num_heads // num_kv_heads
+    k = k.float().repeat_interleave(group, dim=2)  # (S, L, H, D)
+    v = v.float().repeat_interleave(group, dim=2)
+    scores = torch.einsum("shd,slhd->shl", q.float(), k) * scale  # (S, H, L)
+    key_pos = torch.arange(num_pages * block_size, device=q.device)
+    scores = scores.masked_fill((key_pos[None, :] >= lens[:, None])[:, None, :], float("-inf"))
+    out = torch.einsum("shl,slhd->shd", torch.softmax(scores, dim=-1), v)
+    if block_reads is not None:
+        used = blocks[page_used]
+        block_reads.index_add_(0, used, torch.full_like(used, num_kv_heads, dtype=block_reads.dtype))
+    return out.to(q.dtype)
+
+
+def paged_extend_attention_ref(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,
+    query_start: torch.Tensor,
+    seq_lens: torch.Tensor,
+    scale: float,
+) -> torch.Tensor:
+    """Prefill on top of a cached prefix, for a batch of sequences packed end to end.
+
+    Sequence s owns query rows [query_start[s], query_start[s+1]) of q: its last
+    n_s = query_start[s+1] - query_start[s] tokens, at positions [seq_lens[s] - n_s, seq_lens[s]).
+    Their K and V must already be stored in the cache. Each new token attends to the prefix
+    pages and causally to the new tokens up to itself.
+
+    q: (total_new, num_heads, head_dim); query_start: (num_seqs + 1,); seq_lens: (num_seqs,)
+    -> (total_new, num_heads, head_dim), q's dtype.
+    """
+    out = torch.empty_like(q)
+    for s in range(seq_lens.shape[0]):
+        lo, hi = int(query_start[s]), int(query_start[s + 1])
+        n = int(seq_lens[s])
+        k = _gather_kv(k_cache, block_tables[s], n)
+        v = _gather_kv(v_cache, block_tables[s], n)
+        pos = torch.arange(n - (hi - lo), n)
+        out[lo:hi] = _attend(q[lo:hi], k, v, pos, scale).to(q.dtype)
+    return out
