@@ -1,0 +1,52 @@
+"""Attention backends: where KV is written and read through the block tables.
+
+'torch' runs the plain-torch references of kernels/reference.py (any device).
+'triton' runs the Triton kernels of kernels/ (CUDA; on CPU only under TRITON_INTERPRET=1).
+Both implement the same three calls, so the model never knows which one is live.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from kernels import reference
+
+
+@dataclass(frozen=True)
+class AttentionBackend:
+    name: str
+    store_kv: Callable[..., None]
+    extend_attention: Callable[..., torch.Tensor]
+    decode_attention: Callable[..., torch.Tensor]
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' was asked for, but torch sees no CUDA device here")
+    return torch.device(device)
+
+
+def select_backend(name: str, device: torch.device) -> AttentionBackend:
+    """'auto' picks triton on CUDA and torch elsewhere."""
+    if name == "auto":
+        name = "triton" if device.type == "cuda" else "torch"
+    if name == "torch":
+        return AttentionBackend(
+            "torch", reference.store_kv_ref, reference.paged_extend_attention_ref, reference.paged_decode_attention_ref
+        )
+    if device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError("backend='triton' needs a CUDA device, or TRITON_INTERPRET=1 to interpret the kernels on CPU")
+    import kernels as triton_kernels  # imported only when asked for: it pulls in triton
+
+    return AttentionBackend(
+        "triton",
+        triton_kernels.store_kv,
+        triton_kernels.paged_extend_attention,
+        triton_kernels.paged_decode_attention,
+    )

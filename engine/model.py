@@ -1,0 +1,203 @@
+"""The model: a small decoder-only transformer that reads and writes KV only through the pool.
+
+`forward` runs one batch (a packed prefill-on-prefix or a one-token decode) against the paged KV
+pool through an attention backend. `forward_full` runs a whole sequence with no cache at all; it
+exists to verify the cached path gives the same tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.backend import AttentionBackend
+from engine.config import ModelConfig
+
+
+@dataclass
+class ForwardBatch:
+    """One model call over the KV pool.
+
+    Sequence s contributes query rows [query_start[s], query_start[s+1]) of the packed tokens:
+    its newest tokens, ending at position seq_lens[s] - 1. Decode is the case of one row each.
+    """
+
+    is_decode: bool
+    token_ids: torch.Tensor  # (T,) int64
+    positions: torch.Tensor  # (T,) int64
+    slot_mapping: torch.Tensor  # (T,) int64, where each token's K and V are written
+    block_tables: torch.Tensor  # (S, max_pages) int32
+    seq_lens: torch.Tensor  # (S,) int32, tokens in the cache after this call
+    query_start: torch.Tensor  # (S + 1,) int32
+    block_reads: torch.Tensor | None = None  # (num_blocks,) int32, decode reads of layer 0
+
+
+class KVPool:
+    """Per layer, K and V shaped (num_blocks, block_size, num_kv_heads, head_dim): vLLM's layout."""
+
+    def __init__(self, cfg: ModelConfig, num_blocks: int, block_size: int, device: torch.device, dtype=torch.float32):
+        shape = (num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim)
+        self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.num_layers)]
+        self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.num_layers)]
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rope_tables(cfg: ModelConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    half = cfg.head_dim // 2
+    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(half, dtype=torch.float64) / half))
+    angles = torch.outer(torch.arange(cfg.max_seq_len, dtype=torch.float64), inv_freq)  # (max_seq_len, half)
+    return angles.cos().float(), angles.sin().float()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x: (T, heads, head_dim); cos, sin: (T, head_dim // 2). Rotates pairs (i, i + half)."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    cos, sin = cos[:, None, :], sin[:, None, :]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.q_proj = nn.Linear(cfg.d_model, cfg.num_heads * cfg.head_dim, bias=False)
+        self.k_proj = nn.Linear(cfg.d_model, cfg.num_kv_heads * cfg.head_dim, bias=False)
+        self.v_proj = nn.Linear(cfg.d_model, cfg.num_kv_heads * cfg.head_dim, bias=False)
+        self.o_proj = nn.Linear(cfg.num_heads * cfg.head_dim, cfg.d_model, bias=False)
+        self.scale = 1.0 / math.sqrt(cfg.head_dim)
+
+    def _qkv(self, x, cos, sin):
+        c = self.cfg
+        q = apply_rope(self.q_proj(x).view(-1, c.num_heads, c.head_dim), cos, sin)  # (T, H, D)
+        k = apply_rope(self.k_proj(x).view(-1, c.num_kv_heads, c.head_dim), cos, sin)  # (T, KVH, D)
+        v = self.v_proj(x).view(-1, c.num_kv_heads, c.head_dim)  # (T, KVH, D)
+        return q, k, v
+
+    def forward(self, x, cos, sin, batch: ForwardBatch, k_cache, v_cache, backend: AttentionBackend, block_reads):
+        q, k, v = self._qkv(x, cos, sin)
+        backend.store_kv(k_cache, v_cache, k, v, batch.slot_mapping)
+        if batch.is_decode:
+            o = backend.decode_attention(
+                q, k_cache, v_cache, batch.block_tables, batch.seq_lens, self.scale, block_reads=block_reads
+            )
+        else:
+            o = backend.extend_attention(
+                q, k_cache, v_cache, batch.block_tables, batch.query_start, batch.seq_lens, self.scale
+            )
+        return self.o_proj(o.reshape(x.shape[0], -1))
+
+    def forward_full(self, x, cos, sin):
+        """Causal self-attention over whole sequences, no cache. x: (B, T, d_model)."""
+        c = self.cfg
+        b, t, _ = x.shape
+        q, k, v = (z.view(b, t, -1, c.head_dim) for z in self._qkv(x.reshape(b * t, -1), cos, sin))
+        group = c.num_heads // c.num_kv_heads
+        k = k.repeat_interleave(group, dim=2)  # (B, T, H, D)
+        v = v.repeat_interleave(group, dim=2)
+        o = F.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True, scale=self.scale
+        )  # (B, H, T, D)
+        return self.o_proj(o.transpose(1, 2).reshape(b, t, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
+        self.up = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
+        self.down = nn.Linear(cfg.d_ff, cfg.d_model, bias=False)
+
+    def forward(self, x):
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.attn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.attn = Attention(cfg)
+        self.mlp_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.mlp = MLP(cfg)
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.num_layers))
+        self.final_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        cos, sin = rope_tables(cfg)
+        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)
+
+    def init_weights(self, seed: int) -> None:
+        """Seeded, deterministic initialisation.
+
+        Unit-variance embeddings and 1/sqrt(fan_in) projections keep every layer's output on the
+        scale of its input, so an untrained model's next token depends on its whole context
+        (not just on the last byte): that is what makes cache-versus-no-cache tests sensitive.
+        """
+        gen = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if name.endswith("norm.weight"):
+                    p.fill_(1.0)
+                elif name == "embed.weight":
+                    p.copy_(torch.randn(p.shape, generator=gen))
+                else:
+                    p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(p.shape[1]))
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def _logits(self, h: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(self.final_norm(h))  # (rows, vocab)
+
+    @torch.inference_mode()
+    def forward(self, batch: ForwardBatch, kv: KVPool, backend: AttentionBackend) -> torch.Tensor:
+        """Logits of each sequence's last new token: (S, vocab). Writes the new tokens' KV."""
+        cos, sin = self.rope_cos[batch.positions], self.rope_sin[batch.positions]
+        h = self.embed(batch.token_ids)  # (T, d_model)
+        for layer, blk in enumerate(self.blocks):
+            reads = batch.block_reads if layer == 0 else None
+            h = h + blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads)
+            h = h + blk.mlp(blk.mlp_norm(h))
+        last = batch.query_start[1:].long() - 1  # (S,)
+        return self._logits(h[last])
+
+    def forward_sequences(self, ids: torch.Tensor) -> torch.Tensor:
+        """Logits for every position of a batch of equal-length sequences, no cache.
+
+        ids: (B, T) int64 -> (B, T, vocab). Differentiable: training uses it.
+        """
+        t = ids.shape[1]
+        cos, sin = self.rope_cos[:t].repeat(ids.shape[0], 1), self.rope_sin[:t].repeat(ids.shape[0], 1)
+        h = self.embed(ids)  # (B, T, d_model)
+        for blk in self.blocks:
+            h = h + blk.attn.forward_full(blk.attn_norm(h), cos, sin)
+            h = h + blk.mlp(blk.mlp_norm(h))
+        return self._logits(h)
+
+    def forward_full(self, token_ids) -> torch.Tensor:
+        """Logits for every position of one sequence, computed with no KV cache: (T, vocab)."""
+        ids = torch.as_tensor(token_ids, dtype=torch.long, device=self.embed.weight.device)
+        if ids.ndim != 1 or not 0 < ids.numel() <= self.cfg.max_seq_len:
+            raise ValueError(f"forward_full takes 1..{self.cfg.max_seq_len} token ids, got shape {tuple(ids.shape)}")
+        with torch.inference_mode():
+            return self.forward_sequences(ids[None])[0]
