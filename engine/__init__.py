@@ -1,0 +1,10 @@
+"""kvviz's inference engine: a small real model over a paged (or contiguous) KV cache.
+
+No UI imports here: the engine is usable from a script or a notebook.
+"""
+
+from engine.config import EngineConfig, ModelConfig
+from engine.engine import Engine, GenerationResult
+from engine.snapshot import Metrics, Snapshot
+
+__all__ = ["Engine", "EngineConfig", "GenerationResult", "Metrics", "ModelConfig", "Snapshot"]

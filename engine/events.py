@@ -1,0 +1,43 @@
+"""The event log: every block and request transition, with a reason a person can read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EVENT_KINDS = (
+    "request_added",
+    "request_admitted",
+    "request_refused",
+    "request_preempted",
+    "request_finished",
+    "request_released",
+    "block_allocated",
+    "block_freed",
+    "block_shared",
+    "block_evicted",
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    step: int
+    kind: str
+    request_id: int | None
+    blocks: tuple[int, ...]
+    reason: str
+
+
+class EventLog:
+    """Append-only since the last reset; `step` is the engine step the event happened in."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.step = 0
+
+    def emit(self, kind: str, request_id: int | None = None, blocks=(), reason: str = "") -> None:
+        assert kind in EVENT_KINDS, kind
+        self.events.append(Event(self.step, kind, request_id, tuple(blocks), reason))
+
+    def clear(self) -> None:
+        self.events.clear()
+        self.step = 0

@@ -1,0 +1,46 @@
+"""A request: its tokens, its block table, and where it is in its life."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Status(str, Enum):
+    WAITING = "waiting"  # queued: not admitted yet, or preempted and waiting to be recomputed
+    RUNNING = "running"  # holds blocks, generating
+    FINISHED = "finished"  # done generating; still holds its KV until released
+    REFUSED = "refused"  # could not be admitted (admission='refuse'); holds nothing
+    RELEASED = "released"  # released by the caller; holds nothing
+
+
+@dataclass(eq=False)
+class Request:
+    request_id: int
+    prompt_ids: list[int]
+    max_new_tokens: int
+    reserve_blocks: int | None = None  # contiguous policy: blocks reserved at admission
+    output_ids: list[int] = field(default_factory=list)
+    status: Status = Status.WAITING
+    block_table: list[int] = field(default_factory=list)  # logical page -> physical block
+    num_computed: int = 0  # tokens whose KV is in the cache: all_ids[:num_computed]
+    num_prefix_hit: int = 0  # of those, tokens matched in the radix cache at the last admission
+    num_preemptions: int = 0
+    reason: str = ""  # why it was refused, preempted or finished, in words
+    radix_node: object = None  # the deepest radix node this request locks, if any
+
+    @property
+    def name(self) -> str:
+        return f"R{self.request_id}"
+
+    @property
+    def all_ids(self) -> list[int]:
+        return self.prompt_ids + self.output_ids
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.prompt_ids) + len(self.output_ids)
+
+    @property
+    def holds_blocks(self) -> bool:
+        return bool(self.block_table)
