@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     WAITING = "waiting"  # queued: not admitted yet, or preempted and waiting to be recomputed
     RUNNING = "running"  # holds blocks, generating
     FINISHED = "finished"  # done generating; still holds its KV until released
