@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 
 import torch
@@ -189,7 +190,9 @@ class Engine:
             seq_lens=self._tensor([end], torch.int32),
             query_start=self._tensor([0, end - start], torch.int32),
         )
+        t0 = time.perf_counter()
         logits = self.model(batch, self.kv, self.backend)
+        self.scheduler.counters.prefill_seconds += time.perf_counter() - t0
         req.num_computed = end
         self.scheduler.after_prefill(req, end - start)
         self._append_token(req, int(logits[0].argmax()))

@@ -30,6 +30,7 @@ class Counters:
     prefix_hit_tokens: int = 0
     decode_tokens: int = 0
     steps: int = 0
+    prefill_seconds: float = 0.0  # wall time spent in prefill forwards
 
 
 def _pages(num_tokens: int, block_size: int) -> int:

@@ -1,0 +1,167 @@
+"""The lesson's three set-ups, in plain Python on top of the engine (no UI here).
+
+Every figure a node shows is read from these engines' snapshots; the defaults reproduce the
+reference lesson's opening figures with real prompts and real generated tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from engine import EngineConfig, Snapshot
+from kvviz.timeline import Timeline
+
+BLOCK_SIZE = 16
+WEIGHTS = "random"
+
+# Node 01: three requests that each end up holding 4 blocks of KV (60 tokens).
+FRAGMENTATION_PROMPTS = (
+    "A cache keeps what we reuse:",
+    "Memory is split into pages so",
+    "The operating system maps each",
+)
+FRAGMENTATION_KV_TOKENS = 60
+LONG_REQUEST_PROMPT = "A long document needs a long slab:"
+LONG_REQUEST_BLOCKS = 12
+
+# Node 02: short requests needing one or two pages each, alternating.
+PAGING_PROMPTS = (
+    "Pages fit",
+    "Blocks move",
+    "Tokens land",
+    "Caches grow",
+    "Tables map",
+    "Memory frees",
+)
+PAGING_KV_TOKENS = (26, 12)  # a two-page request, then a one-page request
+
+# Node 03: one 96-byte system prompt (6 full blocks) shared by four questions.
+SYSTEM_PROMPT = (
+    "You are a helpful teacher. Answer briefly about memory, caches, pages and the operating system. "
+)
+RADIX_QUESTIONS = (
+    "What is a page table?",
+    "Why do caches help?",
+    "What is a KV cache?",
+    "How does paging work?",
+)
+RADIX_UNIQUE_BLOCKS = 3
+assert len(SYSTEM_PROMPT.encode()) == 6 * BLOCK_SIZE
+
+
+def _max_new_for(prompt: str, kv_tokens: int) -> int:
+    """max_new_tokens that leaves exactly `kv_tokens` tokens of KV (the last token gets none)."""
+    return kv_tokens + 1 - len(prompt.encode())
+
+
+class Fragmentation:
+    """Node 01: one 32-block pool, each request reserving `reserve_blocks` consecutive blocks."""
+
+    NUM_BLOCKS = 32
+
+    def __init__(self, reserve_blocks: int = 8, run: bool = True):
+        self.reserve_blocks = reserve_blocks
+        cfg = EngineConfig(
+            num_blocks=self.NUM_BLOCKS, block_size=BLOCK_SIZE, policy="contiguous",
+            reserve_blocks=reserve_blocks, admission="refuse", weights=WEIGHTS,
+        )
+        self.timeline = Timeline(cfg)
+        self.ids = [self.timeline.add(p, _max_new_for(p, FRAGMENTATION_KV_TOKENS)) for p in FRAGMENTATION_PROMPTS]
+        if run:
+            self.timeline.run_until_idle()
+
+    def free_r2(self) -> int:
+        """Release R2, then try a long request that needs a longer slab. Returns its id."""
+        self.timeline.release(self.ids[1])
+        rid = self.timeline.add(
+            LONG_REQUEST_PROMPT, _max_new_for(LONG_REQUEST_PROMPT, FRAGMENTATION_KV_TOKENS), LONG_REQUEST_BLOCKS
+        )
+        self.timeline.run_until_idle()
+        return rid
+
+    def snapshot(self) -> Snapshot:
+        return self.timeline.snapshot()
+
+
+class Paging:
+    """Node 02: the same request stream into a contiguous pool (6-block slabs) and a paged one."""
+
+    NUM_BLOCKS = 32
+    RESERVE_BLOCKS = 6
+    NUM_INITIAL = 4
+
+    def __init__(self, num_initial: int = NUM_INITIAL, run: bool = True):
+        base = EngineConfig(num_blocks=self.NUM_BLOCKS, block_size=BLOCK_SIZE, admission="refuse", weights=WEIGHTS)
+        self.contiguous = Timeline(replace(base, policy="contiguous", reserve_blocks=self.RESERVE_BLOCKS))
+        self.paged = Timeline(replace(base, policy="paged"))
+        self.num_added = 0
+        for _ in range(num_initial):
+            self.add_next(run=False)
+        if run:
+            self.run_until_idle()
+
+    def next_request(self) -> tuple[str, int]:
+        k = self.num_added
+        prompt = PAGING_PROMPTS[k % len(PAGING_PROMPTS)]
+        return prompt, _max_new_for(prompt, PAGING_KV_TOKENS[k % len(PAGING_KV_TOKENS)])
+
+    def add_next(self, run: bool = True) -> None:
+        prompt, max_new = self.next_request()
+        self.add(prompt, max_new, run)
+
+    def add(self, prompt: str, max_new_tokens: int, run: bool = True) -> None:
+        """Add one request to both pools (validated by both before either changes)."""
+        self.paged.add(prompt, max_new_tokens)
+        try:
+            self.contiguous.add(prompt, max_new_tokens)
+        except ValueError:
+            self.paged.replay(self.paged.ops[:-1])
+            raise
+        self.num_added += 1
+        if run:
+            self.run_until_idle()
+
+    def step(self) -> bool:
+        a = self.contiguous.step()
+        b = self.paged.step()
+        return a or b
+
+    def run_until_idle(self) -> None:
+        self.contiguous.run_until_idle()
+        self.paged.run_until_idle()
+
+
+class Radix:
+    """Node 03: one paged pool; four requests share a 6-block system prompt, 3 own blocks each."""
+
+    NUM_BLOCKS = 48
+
+    def __init__(self, prefix_sharing: bool = False, run: bool = True):
+        self.prefix_sharing = prefix_sharing
+        cfg = EngineConfig(
+            num_blocks=self.NUM_BLOCKS, block_size=BLOCK_SIZE, policy="paged",
+            prefix_sharing=prefix_sharing, admission="refuse", weights=WEIGHTS,
+        )
+        self.timeline = Timeline(cfg)
+        for q in RADIX_QUESTIONS:
+            self.ask(q, run=False)
+        if run:
+            self.timeline.run_until_idle()
+
+    @staticmethod
+    def request_for(question: str) -> tuple[str, int]:
+        """The full prompt (system prompt + question) and a max_new_tokens that fills exactly
+        RADIX_UNIQUE_BLOCKS blocks past the system prompt (less when the question is long)."""
+        prompt = SYSTEM_PROMPT + question
+        target = (6 + RADIX_UNIQUE_BLOCKS) * BLOCK_SIZE - 4
+        return prompt, max(1, _max_new_for(prompt, max(target, len(prompt.encode()))))
+
+    def ask(self, question: str, run: bool = True) -> int:
+        prompt, max_new = self.request_for(question)
+        rid = self.timeline.add(prompt, max_new)
+        if run:
+            self.timeline.run_until_idle()
+        return rid
+
+    def snapshot(self) -> Snapshot:
+        return self.timeline.snapshot()
