@@ -27,12 +27,13 @@ def store_kv_ref(
 
     k, v: (N, num_kv_heads, head_dim); slot_mapping: (N,) int, one slot per token.
     """
-    num_blocks, block_size = k_cache.shape[:2]
-    flat_k = k_cache.view(num_blocks * block_size, *k_cache.shape[2:])
-    flat_v = v_cache.view(num_blocks * block_size, *v_cache.shape[2:])
+    block_size = k_cache.shape[1]
     idx = slot_mapping.long()
-    flat_k[idx] = k.to(k_cache.dtype)
-    flat_v[idx] = v.to(v_cache.dtype)
+    # Index (block, offset) pairs rather than a flattened view: works for caches whose first two
+    # dims cannot be merged (e.g. k_cache = kv[:, 0] of a (num_blocks, 2, block_size, ...) tensor).
+    blocks, offsets = idx // block_size, idx % block_size
+    k_cache[blocks, offsets] = k.to(k_cache.dtype)
+    v_cache[blocks, offsets] = v.to(v_cache.dtype)
 
 
 def slot_mapping_ref(block_tables: torch.Tensor, seq_ids: torch.Tensor, positions: torch.Tensor, block_size: int) -> torch.Tensor:
