@@ -1,0 +1,58 @@
+"""Shared fixtures for the engine tests.
+
+Tests about cache logic use a small model (`SMALL_MODEL`) on CPU with the torch backend: the
+blocks, ref counts and tokens they check do not depend on the model's size, and it is fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from engine import Engine, EngineConfig, ModelConfig, Snapshot
+
+# The models here are tiny: one intra-op thread is faster than two, and much faster on a shared,
+# busy machine, where a second OpenMP thread waits on a core that someone else is using.
+torch.set_num_threads(1)
+
+SMALL_MODEL = ModelConfig(num_layers=2, d_model=64, num_heads=4, num_kv_heads=2, d_ff=128, max_seq_len=256)
+
+
+def small_config(**overrides) -> EngineConfig:
+    """An EngineConfig over SMALL_MODEL, torch backend on CPU; `overrides` are EngineConfig fields."""
+    return EngineConfig(**{"model": SMALL_MODEL, "backend": "torch", "device": "cpu", **overrides})
+
+
+@pytest.fixture
+def make_engine():
+    """make_engine(**EngineConfig fields) -> an Engine over the small model (see small_config)."""
+    return lambda **overrides: Engine(small_config(**overrides))
+
+
+def run_until_idle(engine: Engine, max_steps: int = 1000) -> int:
+    """Step until nothing is waiting or running; returns the number of steps. Fails rather than
+    loop forever when the engine stops making progress (e.g. a waiting request that never fits)."""
+    for n in range(max_steps):
+        if not engine.has_unfinished():
+            return n
+        engine.step()
+    raise AssertionError(f"engine still busy after {max_steps} steps")
+
+
+@pytest.fixture
+def drain():
+    """drain(engine, max_steps=1000): step until idle; returns the number of steps."""
+    return run_until_idle
+
+
+def deterministic_view(snapshot: Snapshot) -> Snapshot:
+    """The snapshot with its one measured (wall-clock) figure zeroed, so two runs compare equal."""
+    return dataclasses.replace(snapshot, metrics=dataclasses.replace(snapshot.metrics, prefill_seconds=0.0))
+
+
+@pytest.fixture
+def comparable():
+    """comparable(snapshot): the snapshot minus wall-clock time (prefill_seconds), for equality."""
+    return deterministic_view
