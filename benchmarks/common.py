@@ -1,0 +1,78 @@
+"""What the benchmarks share: one engine setup, one command line, tables and JSON.
+
+Every benchmark measures configurations side by side in one process, on the CPU, with the
+`torch` attention backend, random weights and a fixed seed, so that two runs differ only in
+what the benchmark compares.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import string
+from pathlib import Path
+
+import torch
+
+from engine import EngineConfig
+
+SEED = 0
+NUM_THREADS = 1  # torch intra-op threads: one, so that timings hold on a shared 2-core machine
+SIZES = ("full", "quick", "tiny")  # full: the reported numbers; quick: CI (< 60 s); tiny: the tests
+
+
+def engine_config(**overrides) -> EngineConfig:
+    """The benchmarks' engine: CPU, torch backend, seeded random weights; `overrides` on top."""
+    return EngineConfig(backend="torch", device="cpu", weights="random", seed=SEED, **overrides)
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--size", choices=SIZES, default="full", help="workload size (default: full)")
+    p.add_argument("--quick", dest="size", action="store_const", const="quick", help="same as --size quick")
+    p.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
+    p.add_argument("--threads", type=int, default=NUM_THREADS, help=f"torch threads (default: {NUM_THREADS})")
+    return p
+
+
+def set_threads(num_threads: int) -> None:
+    if num_threads < 1:
+        raise ValueError(f"--threads must be >= 1, got {num_threads}")
+    torch.set_num_threads(num_threads)
+
+
+def random_text(rng: random.Random, num_tokens: int) -> bytes:
+    """`num_tokens` bytes of lowercase letters and spaces: exactly that many byte-tokenizer tokens."""
+    return "".join(rng.choices(string.ascii_lowercase + " ", k=num_tokens)).encode()
+
+
+def format_table(header: list[str], rows: list[list]) -> str:
+    """A plain-text table: first column left-aligned, the rest right-aligned."""
+    cells = [header] + [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        first = row[0].ljust(widths[0])
+        return "  ".join([first] + [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)])
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), rule] + [line(r) for r in cells[1:]])
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def ratio(numerator: float, denominator: float) -> float | None:
+    """numerator / denominator; None (shown as '-') when the denominator or numerator is 0."""
+    return numerator / denominator if numerator and denominator else None
+
+
+def write_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")

@@ -1,0 +1,205 @@
+"""Prefix sharing off versus on (paged), on a few-shot workload: one long shared prompt prefix.
+
+    python -m benchmarks.prefix [--quick | --size tiny] [--json PATH] [--threads N]
+
+The workload (fixed seed): num_requests requests, all added at t = 0, each a shared prefix of
+prefix_tokens tokens (the few-shot examples) followed by its own question of 16 to 32 tokens
+(uniform), each generating NEW_TOKENS tokens and released as soon as it finishes. The pool holds
+every request at once without sharing, so neither run is memory-bound (no preemption, no
+eviction): the comparison is compute only. Reported per setting:
+
+    prefill_tokens  metrics.prefill_tokens_computed
+    hit_rate        metrics.prefix_hit_tokens / total prompt tokens
+    wall_s          wall time from adding the requests until the last one finishes
+    ttft_s          mean over requests of the time from t = 0 until its first output token
+                    exists, checked after every engine step
+
+wall_s and ttft_s are medians over `repeats` runs, off and on alternating; each run starts from
+a reset engine (empty prefix cache).
+
+The engine admits and prefills waiting requests one at a time within a step, and inserts each
+prompt's full pages into the radix tree right after its prefill: so with sharing on, the first
+request computes the prefix and every later one in the same step reuses it. Since every request
+is admitted in step 1, every request's first token appears at the end of step 1.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+from benchmarks.common import (
+    SEED,
+    engine_config,
+    format_table,
+    parser,
+    random_text,
+    ratio,
+    set_threads,
+    write_json,
+)
+from engine import Engine, EngineConfig
+from engine.request import Status
+
+BLOCK_SIZE = 16
+QUESTION_TOKENS = (16, 32)  # inclusive range of each request's own question
+NEW_TOKENS = 8  # a short answer, as in few-shot classification or extraction
+SETTINGS = {"off": False, "on": True}  # prefix_sharing
+
+
+@dataclass(frozen=True)
+class Size:
+    num_requests: int
+    prefix_tokens: int
+    repeats: int
+
+
+SIZES = {
+    "full": Size(num_requests=32, prefix_tokens=512, repeats=5),
+    "quick": Size(num_requests=32, prefix_tokens=512, repeats=1),
+    "tiny": Size(num_requests=8, prefix_tokens=128, repeats=1),
+}
+
+
+@dataclass(frozen=True)
+class RunResult:
+    prefill_tokens: int
+    hit_rate: float
+    wall_s: float
+    ttft_s: float  # mean over requests
+
+
+def make_prompts(size: Size, seed: int = SEED) -> list[bytes]:
+    rng = random.Random(seed)
+    prefix = random_text(rng, size.prefix_tokens)
+    return [prefix + random_text(rng, rng.randint(*QUESTION_TOKENS)) for _ in range(size.num_requests)]
+
+
+def pool_blocks(size: Size) -> int:
+    """Blocks enough for every request at its longest, with no sharing."""
+    longest = size.prefix_tokens + QUESTION_TOKENS[1] + NEW_TOKENS
+    return size.num_requests * -(-longest // BLOCK_SIZE)
+
+
+def setting_config(prefix_sharing: bool, size: Size) -> EngineConfig:
+    return engine_config(
+        num_blocks=pool_blocks(size), block_size=BLOCK_SIZE, policy="paged", prefix_sharing=prefix_sharing
+    )
+
+
+def serve(engine: Engine, prompts: list[bytes]) -> RunResult:
+    """Serve all prompts from t = 0 on a reset engine, releasing each request when it finishes."""
+    engine.reset()
+    t0 = time.perf_counter()
+    ids = [engine.add_request(p, NEW_TOKENS) for p in prompts]
+    first_token_at: dict[int, float] = {}
+    unfinished = set(ids)
+    while unfinished:
+        engine.step()
+        now = time.perf_counter() - t0
+        for rid in unfinished:
+            if rid not in first_token_at and engine.requests[rid].output_ids:
+                first_token_at[rid] = now
+        done = {rid for rid in unfinished if engine.requests[rid].status is Status.FINISHED}
+        for rid in done:
+            engine.release(rid)
+        unfinished -= done
+    wall = time.perf_counter() - t0
+    m = engine.metrics()
+    assert m.preempted == 0 and m.evicted_blocks == 0, "the pool was meant to hold every request at once"
+    prompt_tokens = sum(len(p) for p in prompts)
+    return RunResult(
+        m.prefill_tokens_computed,
+        m.prefix_hit_tokens / prompt_tokens,
+        wall,
+        statistics.fmean(first_token_at.values()),
+    )
+
+
+def run(size: Size, num_threads: int) -> dict:
+    prompts = make_prompts(size)
+    engines = {name: Engine(setting_config(sharing, size)) for name, sharing in SETTINGS.items()}
+    warm_up = make_prompts(Size(num_requests=2, prefix_tokens=BLOCK_SIZE * 2, repeats=1), SEED + 1)
+    for engine in engines.values():
+        serve(engine, warm_up)
+    runs: dict[str, list[RunResult]] = {name: [] for name in engines}
+    for _ in range(size.repeats):
+        for name, engine in engines.items():
+            runs[name].append(serve(engine, prompts))
+    cfg = engines["on"].config
+    out = {
+        "benchmark": "prefix",
+        "config": {
+            "num_blocks": cfg.num_blocks,
+            "block_size": cfg.block_size,
+            "policy": cfg.policy,
+            "max_running": cfg.max_running,
+            "backend": cfg.backend,
+            "device": cfg.device,
+            "weights": cfg.weights,
+            "seed": cfg.seed,
+            "torch_threads": num_threads,
+            "repeats": size.repeats,
+        },
+        "workload": {
+            "num_requests": size.num_requests,
+            "arrival": "all requests at t=0",
+            "prefix_tokens": size.prefix_tokens,
+            "question_tokens": list(QUESTION_TOKENS),
+            "new_tokens": NEW_TOKENS,
+            "prompt_tokens": sum(len(p) for p in prompts),
+        },
+    }
+    for name, results in runs.items():
+        assert len({(r.prefill_tokens, r.hit_rate) for r in results}) == 1, (
+            "token counts must not vary between runs"
+        )
+        out[name] = asdict(results[0]) | {
+            "wall_s": statistics.median(r.wall_s for r in results),
+            "ttft_s": statistics.median(r.ttft_s for r in results),
+        }
+    off, on = out["off"], out["on"]
+    out["targets"] = {
+        "prefill_tokens_5x_fewer": off["prefill_tokens"] >= 5 * on["prefill_tokens"],
+        "wall_time_3x_lower": off["wall_s"] >= 3 * on["wall_s"],
+    }
+    return out
+
+
+def table(out: dict) -> str:
+    off, on = out["off"], out["on"]
+    rows = [
+        [name, off[key], on[key], ratio(off[key], on[key])]
+        for name, key in [
+            ("prefill tokens computed", "prefill_tokens"),
+            ("prefix hit rate", "hit_rate"),
+            ("wall time (s)", "wall_s"),
+            ("mean time to first token (s)", "ttft_s"),
+        ]
+    ]
+    return format_table(["", "sharing off", "sharing on", "off/on"], rows)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parser(__doc__.splitlines()[0]).parse_args(argv)
+    set_threads(args.threads)
+    size = SIZES[args.size]
+    out = run(size, args.threads)
+    out["size"] = args.size
+    w = out["workload"]
+    print(
+        f"prefix ({args.size}): {w['num_requests']} requests at t=0, a {w['prefix_tokens']}-token shared prefix + "
+        f"{QUESTION_TOKENS[0]}-{QUESTION_TOKENS[1]}-token question, {NEW_TOKENS} new tokens each; paged, "
+        f"{out['config']['num_blocks']} blocks x {BLOCK_SIZE}; median of {size.repeats}; torch threads {args.threads}\n"
+    )
+    print(table(out))
+    print("\ntargets: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in out["targets"].items()))
+    if args.json:
+        write_json(args.json, out)
+    return out
+
+
+if __name__ == "__main__":
+    main()
