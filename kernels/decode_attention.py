@@ -1,7 +1,8 @@
 """Paged decode attention: one query token per sequence (Triton; reference: paged_decode_attention_ref).
 
 Grid (num_seqs, num_kv_heads, num_splits). A program owns one KV head of one sequence and all the
-query heads of its group, so each K/V tile is loaded once per group. The sequence's pages are cut
+query heads of its group, so each K/V tile is loaded once per group (and, for groups, the scores
+are a (group, tokens) tl.dot). The sequence's pages are cut
 into num_splits page-aligned, near-equal ranges; each program runs an online softmax over its
 range. With one split it writes the output directly; with more, it writes a normalised partial
 output and its log-sum-exp, and ``merge_splits_kernel`` combines the partials.
@@ -22,7 +23,9 @@ _LOG2E = 1.4426950408889634
 # Splitting pays for itself only when a split still streams a good many tokens.
 _MIN_TOKENS_PER_SPLIT = 256
 _MAX_SPLITS = 64
-# Cap on the (group, tokens, head_dim) product a program holds per tile: keeps registers bounded on GPU.
+# Tokens per tile: with tl.dot, and without it a cap on the (tokens, head_dim) product a program
+# holds per tile, to keep registers bounded on GPU.
+_DOT_BLOCK_N = 32
 _TILE_ELEMENTS = 8192
 
 
@@ -41,8 +44,10 @@ def paged_decode_attention_kernel(
     num_splits,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_SIZE: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
-    STORE_LSE: tl.constexpr, COUNT_READS: tl.constexpr,
+    USE_DOT: tl.constexpr, DOT_PRECISION: tl.constexpr, STORE_LSE: tl.constexpr, COUNT_READS: tl.constexpr,
 ):
+    # USE_DOT (grouped heads): scores and P @ V on tensor cores, the group padded to BLOCK_G >= 16
+    # rows. Otherwise (one query head per KV head) a broadcast multiply and a reduction.
     seq = tl.program_id(0)
     kv_head = tl.program_id(1)
     split = tl.program_id(2)
@@ -60,8 +65,9 @@ def paged_decode_attention_kernel(
     mask_d = offs_d < HEAD_DIM
     heads = kv_head * GROUP + offs_g  # (BLOCK_G,) query heads of this KV head
     q = tl.load(q_ptr + seq * stride_q_seq + heads[:, None] * stride_q_head + offs_d[None, :] * stride_q_dim,
-                mask=mask_g[:, None] & mask_d[None, :], other=0.0).to(tl.float32)  # (BLOCK_G, BLOCK_D)
-    q = q * qk_scale  # scores come out in log2 units
+                mask=mask_g[:, None] & mask_d[None, :], other=0.0)  # (BLOCK_G, BLOCK_D)
+    if not USE_DOT:
+        q = q.to(tl.float32) * qk_scale
 
     m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_G], tl.float32)
@@ -78,18 +84,25 @@ def paged_decode_attention_kernel(
         kv_mask = mask_n[:, None] & mask_d[None, :]
         k = tl.load(k_cache_ptr + block[:, None] * stride_kc_block + offs_in_block[:, None] * stride_kc_slot
                     + kv_head * stride_kc_head + offs_d[None, :] * stride_kc_dim,
-                    mask=kv_mask, other=0.0).to(tl.float32)  # (BLOCK_N, BLOCK_D)
+                    mask=kv_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
         v = tl.load(v_cache_ptr + block[:, None] * stride_vc_block + offs_in_block[:, None] * stride_vc_slot
                     + kv_head * stride_vc_head + offs_d[None, :] * stride_vc_dim,
-                    mask=kv_mask, other=0.0).to(tl.float32)  # (BLOCK_N, BLOCK_D)
+                    mask=kv_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
 
-        scores = tl.sum(q[:, None, :] * k[None, :, :], axis=2)  # (BLOCK_G, BLOCK_N)
+        # (BLOCK_G, BLOCK_N), in log2 units
+        if USE_DOT:
+            scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
+        else:
+            scores = tl.sum(q[:, None, :] * k.to(tl.float32)[None, :, :], axis=2)
         scores = tl.where(mask_n[None, :], scores, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(scores, axis=1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(scores - m_new[:, None])  # (BLOCK_G, BLOCK_N)
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * v[None, :, :], axis=1)
+        if USE_DOT:
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        else:
+            acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * v.to(tl.float32)[None, :, :], axis=1)
         m_i = m_new
 
     # An empty split (short sequence, many splits) leaves l_i == 0: output 0 with weight exp(-inf) = 0.
@@ -200,9 +213,13 @@ def paged_decode_attention(
     if num_seqs == 0:
         return out
     group = num_heads // num_kv_heads
-    block_g = _checks.next_power_of_2(group)
+    use_dot = group > 1
+    # On GPU tl.dot needs every dimension >= 16; the interpreter does not, and pays for padding.
+    min_dot = 16 if device.type == "cuda" else 1
+    block_g = max(min_dot, _checks.next_power_of_2(group)) if use_dot else 1
     block_d = _checks.next_power_of_2(head_dim)
-    block_n = max(1, min(64, _TILE_ELEMENTS // (block_g * block_d)))
+    block_d = max(min_dot, block_d) if use_dot else block_d
+    block_n = _DOT_BLOCK_N if use_dot else max(1, min(64, _TILE_ELEMENTS // block_d))
     if num_splits == 1:
         partial, lse = out, out.new_empty(0, dtype=torch.float32)
         partial_strides = (*out.stride()[:2], 0, out.stride(2))
@@ -221,6 +238,7 @@ def paged_decode_attention(
         num_splits,
         GROUP=group, HEAD_DIM=head_dim, BLOCK_SIZE=block_size,
         BLOCK_G=block_g, BLOCK_N=block_n, BLOCK_D=block_d,
+        USE_DOT=use_dot, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
         STORE_LSE=num_splits > 1, COUNT_READS=block_reads is not None,
     )
     if num_splits > 1:
