@@ -79,7 +79,9 @@ class Engine:
             raise ValueError("the prompt is empty: type at least one character")
         if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) or max_new_tokens <= 0:
             raise ValueError(f"max_new_tokens must be a whole number >= 1, got {max_new_tokens!r}")
-        if reserve_blocks is not None and not (isinstance(reserve_blocks, int) and reserve_blocks >= 1):
+        if reserve_blocks is not None and (
+            not isinstance(reserve_blocks, int) or isinstance(reserve_blocks, bool) or reserve_blocks < 1
+        ):
             raise ValueError(f"reserve_blocks must be a whole number >= 1, got {reserve_blocks!r}")
         max_len = cfg.model.max_seq_len
         if len(ids) >= max_len:
@@ -119,7 +121,8 @@ class Engine:
 
     def release(self, request_id: int) -> None:
         """Free a request's blocks (its full pages stay in the prefix cache, when sharing)."""
-        req = self.requests.get(request_id) if isinstance(request_id, int) else None
+        is_id = isinstance(request_id, int) and not isinstance(request_id, bool)  # True is not request 1
+        req = self.requests.get(request_id) if is_id else None
         if req is None:
             known = ", ".join(str(i) for i in self.requests) or "none"
             raise KeyError(f"no request with id {request_id!r} (known ids: {known})")
