@@ -204,14 +204,14 @@ def paged_decode_attention(
     _checks.check_launchable(device, paged_decode_attention_kernel)
     _checks.check_values_in_range("seq_lens", seq_lens, 1, block_tables.shape[1] * block_size + 1)
     _checks.check_block_tables_cover(block_tables, seq_lens, block_size, num_blocks)
-    if num_splits is None:
-        num_splits = choose_num_splits(num_seqs, num_kv_heads, block_tables.shape[1] * block_size, device)
-    elif not isinstance(num_splits, int) or num_splits < 1:
+    if num_splits is not None and (not isinstance(num_splits, int) or num_splits < 1):
         raise ValueError(f"num_splits must be a positive int or None, got {num_splits!r}")
 
     out = torch.empty(num_seqs, num_heads, head_dim, dtype=q.dtype, device=device)
     if num_seqs == 0:
         return out
+    if num_splits is None:
+        num_splits = choose_num_splits(num_seqs, num_kv_heads, block_tables.shape[1] * block_size, device)
     group = num_heads // num_kv_heads
     use_dot = group > 1
     # On GPU tl.dot needs every dimension >= 16; the interpreter does not, and pays for padding.

@@ -323,6 +323,19 @@ def test_prefill_then_decode_matches_reference_pipeline():
         assert torch.equal(mine, expected)
 
 
+def test_non_power_of_two_block_size_head_dim_and_group_match_reference():
+    """Tiles are padded and masked, so block_size 3, head_dim 12 and 3 query heads per KV head work."""
+    gen = torch.Generator().manual_seed(11)
+    kv = make_paged_kv([7, 25], 3, 1, torch.float32, gen, head_dim=12)
+    q = torch.randn(2, 3, 12, generator=gen).to(DEVICE)
+    decode_args = (q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 0.3)
+    assert_close(paged_decode_attention(*decode_args, num_splits=2), paged_decode_attention_ref(*decode_args))
+    query_start = torch.tensor([0, 4, 9], dtype=torch.int32, device=DEVICE)
+    qx = torch.randn(9, 3, 12, generator=gen).to(DEVICE)
+    extend_args = (qx, kv.k_cache, kv.v_cache, kv.block_tables, query_start, kv.seq_lens, 0.3)
+    assert_close(paged_extend_attention(*extend_args), paged_extend_attention_ref(*extend_args))
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="bf16 runs only on CUDA (the interpreter's bf16 tl.dot is unreliable)")
 def test_bf16_decode_and_extend_match_reference():
     gen = torch.Generator().manual_seed(9)
