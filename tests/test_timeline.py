@@ -1,0 +1,100 @@
+"""The timeline: recorded operations, replay, and stepping back to an exact earlier state."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import small_config
+
+from kvviz.timeline import Op, Timeline
+
+
+@pytest.fixture
+def timeline() -> Timeline:
+    """A tight shared-prefix pool (8 blocks of 4 tokens): preemption and eviction happen."""
+    return Timeline(small_config(block_size=4, num_blocks=8, prefix_sharing=True))
+
+
+def test_step_back_reproduces_the_snapshot_before_the_last_step(timeline, comparable):
+    for prompt in ("Page one", "Page two", "Page six"):
+        timeline.add(prompt, 20)
+    history = [comparable(timeline.snapshot())]
+    for _ in range(8):
+        timeline.step()
+        history.append(comparable(timeline.snapshot()))
+    assert timeline.snapshot().metrics.preempted > 0
+    for expected in reversed(history[:-1]):
+        assert timeline.step_back()
+        assert comparable(timeline.snapshot()) == expected
+
+
+def test_step_back_replays_releases(timeline, comparable):
+    first = timeline.add("abcdefgh one", 2)
+    timeline.run_until_idle()
+    timeline.release(first)
+    timeline.add("abcdefgh two", 4)
+    timeline.step()
+    before = comparable(timeline.snapshot())
+    timeline.step()
+    assert timeline.step_back()
+    assert comparable(timeline.snapshot()) == before
+    assert before.request(first).status == "released"
+
+
+def test_step_back_also_drops_what_came_after_the_last_step(timeline):
+    timeline.add("first", 3)
+    timeline.step()
+    timeline.add("second", 3)
+    timeline.step_back()
+    assert [op.kind for op in timeline.ops] == ["add"]
+    assert [r.name for r in timeline.snapshot().requests] == ["R1"]
+
+
+def test_step_back_with_no_step_to_undo_changes_nothing(timeline):
+    timeline.add("first", 3)
+    assert timeline.step_back() is False
+    assert timeline.ops == [Op("add", "first", 3)]
+
+
+def test_failed_add_is_not_recorded(timeline, comparable):
+    timeline.add("first", 3)
+    timeline.step()
+    before = (list(timeline.ops), comparable(timeline.snapshot()))
+    with pytest.raises(ValueError, match="empty"):
+        timeline.add("", 3)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        timeline.add("fine", 0)
+    assert (timeline.ops, comparable(timeline.snapshot())) == before
+
+
+def test_failed_release_is_not_recorded(timeline):
+    timeline.add("first", 3)
+    ops = list(timeline.ops)
+    with pytest.raises(KeyError, match="no request with id 7"):
+        timeline.release(7)
+    assert timeline.ops == ops
+
+
+def test_a_failed_op_does_not_break_stepping_back(timeline, comparable):
+    timeline.add("first", 5)
+    timeline.step()
+    before = comparable(timeline.snapshot())
+    timeline.step()
+    with pytest.raises(ValueError):
+        timeline.add(b"\xff", 3)
+    timeline.step_back()
+    assert comparable(timeline.snapshot()) == before
+
+
+def test_step_when_idle_records_nothing(timeline):
+    assert timeline.step() is False
+    assert timeline.ops == []
+
+
+def test_replaying_the_recorded_ops_elsewhere_gives_the_same_state(timeline, comparable):
+    for prompt in ("Page one", "Page two", "Page six"):
+        timeline.add(prompt, 20)
+    timeline.run_until_idle()
+    copy = Timeline(timeline.config)
+    copy.replay(list(timeline.ops))
+    assert comparable(copy.snapshot()) == comparable(timeline.snapshot())
+    assert copy.num_steps == timeline.num_steps > 0
