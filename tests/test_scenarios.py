@@ -1,0 +1,144 @@
+"""The lesson's figures, read off the three scenarios' snapshots (DESIGN.md, "The lesson nodes").
+
+These are the numbers the student sees; each comes from a real engine run on the default model.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kvviz.scenarios import Fragmentation, Paging, Radix
+
+PAGING_ADDS = 10  # requests added one at a time to node 02's two pools, after its initial four
+
+
+@pytest.fixture(scope="module")
+def fragmentation():
+    return Fragmentation().snapshot()
+
+
+@pytest.fixture(scope="module")
+def fragmentation_after_free_r2():
+    node = Fragmentation()
+    long_request = node.free_r2()
+    return node.snapshot(), long_request
+
+
+@pytest.fixture(scope="module")
+def radix_off():
+    return Radix(prefix_sharing=False).snapshot()
+
+
+@pytest.fixture(scope="module")
+def radix_on():
+    return Radix(prefix_sharing=True).snapshot()
+
+
+@pytest.fixture(scope="module")
+def paging_history():
+    """(contiguous metrics, paged metrics) at the start and after each of PAGING_ADDS adds."""
+    node = Paging()
+    history = [(node.contiguous.snapshot().metrics, node.paged.snapshot().metrics)]
+    for _ in range(PAGING_ADDS):
+        node.add_next()
+        history.append((node.contiguous.snapshot().metrics, node.paged.snapshot().metrics))
+    return history
+
+
+# -- node 01: why the cache wastes memory -------------------------------------------------------
+
+
+def test_fragmentation_in_use_is_12_of_32_blocks_or_38_percent(fragmentation):
+    m = fragmentation.metrics
+    assert (m.blocks_with_tokens, m.blocks_total) == (12, 32)
+    assert round(100 * m.in_use_fraction) == 38
+
+
+def test_fragmentation_reserved_but_empty_is_12_blocks(fragmentation):
+    assert fragmentation.metrics.blocks_reserved_empty == 12
+
+
+def test_fragmentation_largest_gap_is_8_of_8_free(fragmentation):
+    m = fragmentation.metrics
+    assert (m.largest_free_run, m.blocks_free) == (8, 8)
+
+
+def test_fragmentation_requests_each_hold_4_blocks_of_real_tokens(fragmentation):
+    for name in ("R1", "R2", "R3"):
+        view = fragmentation.request(name)
+        states = [fragmentation.blocks[b].state for b in view.block_table]
+        assert states == ["tokens"] * 4 + ["reserved"] * 4
+        assert (view.status, view.num_computed) == ("finished", 60)
+        assert len(view.generated) > 0
+
+
+def test_freeing_r2_leaves_8_of_16_free_in_the_largest_gap(fragmentation_after_free_r2):
+    snap, _ = fragmentation_after_free_r2
+    assert (snap.metrics.largest_free_run, snap.metrics.blocks_free) == (8, 16)
+
+
+def test_after_freeing_r2_a_longer_slab_is_refused_for_external_fragmentation(fragmentation_after_free_r2):
+    snap, long_request = fragmentation_after_free_r2
+    view = snap.request(long_request)
+    assert view.status == "refused"
+    assert "external fragmentation" in view.reason
+    assert "16 blocks are free" in view.reason
+    assert snap.metrics.rejected == 1
+
+
+@pytest.mark.parametrize("reserve_blocks, empty", [(4, 0), (6, 6), (10, 18)])
+def test_reserved_length_sets_the_empty_reserved_blocks(reserve_blocks, empty):
+    m = Fragmentation(reserve_blocks=reserve_blocks).snapshot().metrics
+    assert (m.blocks_with_tokens, m.blocks_reserved_empty) == (12, empty)
+
+
+# -- node 02: PagedAttention ----------------------------------------------------------------------
+
+
+def test_paging_contiguous_pool_rejects_nothing_at_the_start(paging_history):
+    contiguous, paged = paging_history[0]
+    assert (contiguous.rejected, paged.rejected) == (0, 0)
+
+
+def test_paging_contiguous_pool_rejects_while_the_paged_pool_keeps_admitting(paging_history):
+    first_reject = next(i for i, (c, _) in enumerate(paging_history) if c.rejected > 0)
+    assert len(paging_history) - first_reject >= 5  # the paged pool is watched for 4 or more adds after
+    assert all(p.rejected == 0 for _, p in paging_history)
+    assert paging_history[-1][0].rejected == len(paging_history) - first_reject
+
+
+def test_paging_paged_pool_is_better_utilised_than_the_contiguous_one(paging_history):
+    for contiguous, paged in paging_history:
+        assert paged.utilisation > contiguous.utilisation
+
+
+# -- node 03: RadixAttention ----------------------------------------------------------------------
+
+
+def test_radix_without_sharing_stores_36_blocks_and_saves_nothing(radix_off):
+    m = radix_off.metrics
+    assert (m.blocks_stored, m.blocks_without_sharing, m.saved) == (36, 36, 0.0)
+
+
+def test_radix_with_sharing_stores_18_of_36_blocks_saving_half(radix_on):
+    m = radix_on.metrics
+    assert (m.blocks_stored, m.blocks_without_sharing) == (18, 36)
+    assert m.saved == pytest.approx(0.5)
+
+
+def test_radix_sharing_computes_fewer_prefill_tokens(radix_off, radix_on):
+    off, on = radix_off.metrics, radix_on.metrics
+    assert on.prefill_tokens_computed < off.prefill_tokens_computed
+    assert on.prefix_hit_tokens == 3 * 96  # three requests reuse the 6-block system prompt
+    assert on.prefill_tokens_computed + on.prefix_hit_tokens == off.prefill_tokens_computed
+
+
+def test_radix_sharing_does_not_change_the_generated_text(radix_off, radix_on):
+    assert [r.text for r in radix_on.requests] == [r.text for r in radix_off.requests]
+
+
+def test_radix_tree_holds_the_system_prompt_once(radix_on):
+    roots = [n for n in radix_on.radix if n.parent_id == 0]
+    assert len(roots) == 1
+    assert roots[0].text.startswith("You are a helpful teacher.")
+    assert len(roots[0].blocks) == 6
