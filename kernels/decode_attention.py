@@ -1,11 +1,11 @@
 """Paged decode attention: one query token per sequence (Triton; reference: paged_decode_attention_ref).
 
 Grid (num_seqs, num_kv_heads, num_splits). A program owns one KV head of one sequence and all the
-query heads of its group, so each K/V tile is loaded once per group (and, for groups, the scores
-are a (group, tokens) tl.dot). The sequence's pages are cut
-into num_splits page-aligned, near-equal ranges; each program runs an online softmax over its
-range. With one split it writes the output directly; with more, it writes a normalised partial
-output and its log-sum-exp, and ``merge_splits_kernel`` combines the partials.
+query heads of its group, so each K/V tile is loaded once per group (for groups, the scores are a
+(group, tokens) tl.dot). The sequence's pages are cut into num_splits page-aligned, near-equal
+ranges; each program runs an online softmax over its range. With one split it writes the output
+directly; with more, it writes a normalised partial output and its log-sum-exp, and
+``merge_splits_kernel`` combines the partials.
 """
 
 from __future__ import annotations
