@@ -6,6 +6,7 @@ reference lesson's opening figures with real prompts and real generated tokens.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 from engine import EngineConfig, Snapshot
@@ -46,12 +47,30 @@ RADIX_QUESTIONS = (
     "How does paging work?",
 )
 RADIX_UNIQUE_BLOCKS = 3
+# Questions offered to students one after another in node 03's prompt box (after the four above).
+RADIX_MORE_QUESTIONS = (
+    "What does a block hold?",
+    "Why evict old prefixes?",
+    "What is a radix tree?",
+    "When is a page freed?",
+    "Why share a prompt?",
+    "What is a cache hit?",
+)
+# A student's own prompt in node 02 generates this many tokens.
+CUSTOM_NEW_TOKENS = 8
 assert len(SYSTEM_PROMPT.encode()) == 6 * BLOCK_SIZE
 
 
 def _max_new_for(prompt: str, kv_tokens: int) -> int:
     """max_new_tokens that leaves exactly `kv_tokens` tokens of KV (the last token gets none)."""
     return kv_tokens + 1 - len(prompt.encode())
+
+
+def clone(scenario):
+    """An independent copy of a scenario (engines, timelines, requests), sharing only the
+    read-only model weights; it behaves exactly as the original would from here on."""
+    memo = {id(t.engine.model): t.engine.model for t in scenario.timelines}
+    return copy.deepcopy(scenario, memo)
 
 
 class Fragmentation:
@@ -82,6 +101,10 @@ class Fragmentation:
     def snapshot(self) -> Snapshot:
         return self.timeline.snapshot()
 
+    @property
+    def timelines(self) -> tuple[Timeline, ...]:
+        return (self.timeline,)
+
 
 class Paging:
     """Node 02: the same request stream into a contiguous pool (6-block slabs) and a paged one."""
@@ -109,6 +132,16 @@ class Paging:
         prompt, max_new = self.next_request()
         self.add(prompt, max_new, run)
 
+    def add_prompt(self, prompt: str, run: bool = True) -> None:
+        """Add a request for `prompt`: a prompt of the stream gets the stream's length, any other
+        prompt generates CUSTOM_NEW_TOKENS tokens."""
+        if prompt in PAGING_PROMPTS:
+            k = PAGING_PROMPTS.index(prompt)
+            max_new = _max_new_for(prompt, PAGING_KV_TOKENS[k % len(PAGING_KV_TOKENS)])
+        else:
+            max_new = CUSTOM_NEW_TOKENS
+        self.add(prompt, max_new, run)
+
     def add(self, prompt: str, max_new_tokens: int, run: bool = True) -> None:
         """Add one request to both pools (validated by both before either changes)."""
         self.paged.add(prompt, max_new_tokens)
@@ -129,6 +162,10 @@ class Paging:
     def run_until_idle(self) -> None:
         self.contiguous.run_until_idle()
         self.paged.run_until_idle()
+
+    @property
+    def timelines(self) -> tuple[Timeline, ...]:
+        return (self.contiguous, self.paged)
 
 
 class Radix:
@@ -165,3 +202,7 @@ class Radix:
 
     def snapshot(self) -> Snapshot:
         return self.timeline.snapshot()
+
+    @property
+    def timelines(self) -> tuple[Timeline, ...]:
+        return (self.timeline,)

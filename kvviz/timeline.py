@@ -79,5 +79,18 @@ class Timeline:
         self.replay(self.ops[:last])
         return True
 
+    def rewind(self) -> bool:
+        """Return to before the first step: the requests added so far queued, no KV computed."""
+        first = next((i for i, op in enumerate(self.ops) if op.kind == "step"), None)
+        if first is None:
+            return False
+        self.replay(self.ops[:first])
+        return True
+
+    @property
+    def has_work(self) -> bool:
+        """True when a step would do something (a request is waiting or running)."""
+        return self.engine.has_unfinished()
+
     def snapshot(self) -> Snapshot:
         return self.engine.snapshot()

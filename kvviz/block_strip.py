@@ -1,0 +1,150 @@
+"""A block strip: one Bokeh cell per physical block of a pool, updated in place from snapshots.
+
+Cues (colour is never the only one): tokens = filled in the owner's colour with its name;
+reserved-but-empty = white with hatching in the owner's colour; free = light grey outline;
+shared by several requests = thick black outline and "×n"; cached-idle (held only by the prefix
+cache) = grey with a dashed outline and "cache"; a dark bar at the foot of every cell shows
+tokens / block size. Hover any cell for its block id, owners, page, tokens, ref count and text.
+Tooltip fields are HTML-escaped by Bokeh (no `{safe}` anywhere), so block text stays text.
+"""
+
+from __future__ import annotations
+
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.plotting import figure
+
+from engine import Snapshot
+from kvviz import format as fmt
+
+# Okabe & Ito's colour-blind-safe palette (black left out: it is the outline colour).
+OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
+DARK_FILLS = {"#0072B2", "#D55E00", "#009E73", "#CC79A7"}
+FREE_FILL, FREE_LINE, CACHED_FILL = "#f4f4f4", "#b9b9b9", "#bdbdbd"
+PER_ROW = 16
+ROW_PX = 46
+
+STATE_WORDS = {
+    "free": "free",
+    "reserved": "reserved, holds no token",
+    "tokens": "holds tokens",
+    "cached": "cached prefix, idle (evictable)",
+}
+
+
+def owner_colour(request_id: int) -> str:
+    return OKABE_ITO[(request_id - 1) % len(OKABE_ITO)]
+
+
+def _cell(b, names: dict[int, str], block_size: int) -> dict:
+    """Look and hover text of one BlockView."""
+    owners = [names.get(o, f"R{o}") for o in b.owners]
+    base = owner_colour(b.owners[0]) if b.owners else CACHED_FILL
+    look = {"fill": base, "alpha": 0.9, "line": "#333333", "width": 1.0, "dash": "solid", "hatch": " ",
+            "label": owners[0] if owners else "", "ink": "#ffffff" if base in DARK_FILLS else "#111111"}
+    if b.state == "free":
+        look.update(fill=FREE_FILL, alpha=1.0, line=FREE_LINE, label="")
+    elif b.state == "cached":
+        look.update(fill=CACHED_FILL, dash="dashed", line="#555555", label="cache", ink="#111111")
+    elif b.state == "reserved":
+        look.update(fill="#ffffff", alpha=1.0, line=base, width=1.5, hatch="/", label=owners[0], ink="#111111")
+    if len(owners) > 1:
+        look.update(fill="#8a8a8a", line="#000000", width=3.5, label=f"×{len(owners)}", ink="#111111")
+    state = STATE_WORDS[b.state] + (f", shared by {len(owners)} requests" if len(owners) > 1 else "")
+    return {
+        **look,
+        "block_id": b.block_id,
+        "state": state,
+        "owners": ", ".join(owners) or ("prefix cache" if b.state == "cached" else "nobody"),
+        "page": str(b.logical_page) if b.logical_page >= 0 else "–",
+        "tokens": f"{b.num_tokens} / {block_size}",
+        "ref_count": b.ref_count,
+        "text": fmt.excerpt(b.text, 48) if b.text else "(no tokens)",
+    }
+
+
+def strip_data(snap: Snapshot) -> tuple[dict, dict]:
+    """Column data for the cells and the fill bars of a snapshot (pure: no Bokeh objects)."""
+    names = {r.request_id: r.name for r in snap.requests}
+    rows = [_cell(b, names, snap.block_size) for b in snap.blocks]
+    cells = {k: [r[k] for r in rows] for k in rows[0]} if rows else {}
+    cells["x"] = [b.block_id % PER_ROW + 0.5 for b in snap.blocks]
+    cells["y"] = [b.block_id // PER_ROW + 0.5 for b in snap.blocks]
+    frac = [b.num_tokens / snap.block_size for b in snap.blocks]
+    bars = {
+        "left": [x - 0.4 for x in cells["x"]],
+        "right": [x - 0.4 + 0.8 * f for x, f in zip(cells["x"], frac, strict=True)],
+        "top": [y + 0.26 for y in cells["y"]],
+        "bottom": [y + 0.36 for y in cells["y"]],
+    }
+    return cells, bars
+
+
+class BlockStrip(pn.viewable.Viewer):
+    """The pool of `state.<snapshot_param>`, redrawn in place whenever that snapshot changes."""
+
+    state = param.Parameter(doc="the node state holding the snapshot")
+    snapshot_param = param.String(default="snapshot")
+    title = param.String(default="")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        snap = getattr(self.state, self.snapshot_param)
+        rows = -(-len(snap.blocks) // PER_ROW)
+        cells, bars = strip_data(snap)
+        self.cells, self.bars = ColumnDataSource(cells), ColumnDataSource(bars)
+        hover = HoverTool(tooltips=[
+            ("block", "@block_id"), ("state", "@state"), ("owner(s)", "@owners"), ("logical page", "@page"),
+            ("tokens", "@tokens"), ("ref count", "@ref_count"), ("text", "@text"),
+        ])
+        fig = figure(height=rows * ROW_PX + 28, x_range=(0, PER_ROW), y_range=(rows, 0), tools=[hover],
+                     toolbar_location=None, sizing_mode="stretch_width", min_border=4, title=self.title)
+        fig.axis.visible = False
+        fig.grid.visible = False
+        fig.outline_line_color = None
+        fig.title.text_font_size = "13px"
+        cell = fig.rect("x", "y", 0.9, 0.8, source=self.cells, fill_color="fill", fill_alpha="alpha",
+                        line_color="line", line_width="width", line_dash="dash", hatch_pattern="hatch",
+                        hatch_color="line", hatch_alpha=0.8, hatch_scale=8)
+        hover.renderers = [cell]
+        fig.quad(left="left", right="right", top="top", bottom="bottom", source=self.bars,
+                 fill_color="#222222", fill_alpha=0.75, line_color=None)
+        fig.text("x", "y", text="label", source=self.cells, text_align="center", text_baseline="middle",
+                 text_font_size="12px", text_font_style="bold", text_color="ink", y_offset=-3)
+        self.figure = fig
+        self._pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width", css_classes=["kv-strip"])
+        self.state.param.watch(self._update, self.snapshot_param)
+
+    def _update(self, event) -> None:
+        cells, bars = strip_data(event.new)
+        with pn.io.hold():
+            self.cells.data = cells
+            self.bars.data = bars
+
+    def __panel__(self):
+        return self._pane
+
+
+LEGEND_HTML = """
+<div class="kv-legend" aria-label="How to read the block strip">
+  <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#E69F00" stroke="#333"/></svg>
+    holds tokens (colour and name = request)</span>
+  <span><svg width="22" height="16"><defs><pattern id="kvh" width="5" height="5" patternUnits="userSpaceOnUse"
+    patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="5" stroke="#56B4E9" stroke-width="2"/></pattern></defs>
+    <rect x="1" y="1" width="20" height="14" fill="url(#kvh)" stroke="#56B4E9" stroke-width="1.5"/></svg>
+    reserved, empty (hatched)</span>
+  <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#f4f4f4" stroke="#b9b9b9"/></svg>
+    free</span>
+  <span><svg width="22" height="16"><rect x="2" y="2" width="18" height="12" fill="#8a8a8a" stroke="#000"
+    stroke-width="3"/></svg> shared by several requests (×n)</span>
+  <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#bdbdbd" stroke="#555"
+    stroke-dasharray="3 2"/></svg> cached, idle (dashed)</span>
+  <span><svg width="22" height="16"><rect x="1" y="10" width="14" height="4" fill="#222"/></svg>
+    bar = tokens / block size</span>
+</div>
+"""
+
+
+def legend() -> pn.pane.HTML:
+    return pn.pane.HTML(LEGEND_HTML, sizing_mode="stretch_width", margin=(0, 10))

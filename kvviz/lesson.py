@@ -1,0 +1,127 @@
+"""One browser session's lesson: the node states (restored from the URL), their views, the URL
+sync and the keyboard. `app.py` builds one per session and serves `full_page()` or `node_page()`.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import panel as pn
+
+from kvviz import text, urlstate
+from kvviz.explain import ExplainNode
+from kvviz.explain_state import ExplainState
+from kvviz.keyboard import Keyboard
+from kvviz.nav import Nav
+from kvviz.nodes import FragmentationNode, PagingNode, RadixNode
+from kvviz.state import FragmentationState, PagingState, RadixState
+
+CSS_PATH = Path(__file__).resolve().parent.parent / "assets" / "kvviz.css"
+LIVE_NODES = ("fragmentation", "paging", "radix")
+SYSTEM_FONTS = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+
+
+def link_notice_html(notices: list[str]) -> str:
+    if not notices:
+        return ""
+    items = "".join(f"<li>{html.escape(n)}</li>" for n in notices)
+    return f'<div class="kv-url-notice" role="alert"><b>About this link:</b><ul>{items}</ul></div>'
+
+
+class Lesson:
+    def __init__(self, args: dict[str, list] | None = None):
+        self.url = urlstate.parse(args or {})
+        self.fragmentation, self.paging, self.radix = FragmentationState(), PagingState(), RadixState()
+        self.states = {s.key: s for s in (self.fragmentation, self.paging, self.radix)}
+        self.link_notices = urlstate.restore(self.url, self.fragmentation, self.paging, self.radix)
+        self.explain = ExplainState(self.fragmentation, self.paging, self.radix)
+        self.active = self.url.node if self.url.node in LIVE_NODES else "fragmentation"
+        self.keyboard = Keyboard(self.on_key, height=0, width=0, margin=0)
+        self._views: dict[str, pn.viewable.Viewer] = {}
+
+    # -- interaction ---------------------------------------------------------------------
+    def touch(self, key: str) -> None:
+        if key in LIVE_NODES:
+            self.active = key
+
+    def on_key(self, action: str, node: str | None) -> None:
+        """A shortcut from the keyboard component, for the node in view (else the last touched)."""
+        if self.url.node:
+            node = self.url.node
+        key = node if node in LIVE_NODES else self.active
+        if key not in LIVE_NODES:
+            return
+        state = self.states[key]
+        self.active = key
+        {"play": state.toggle_play, "step": state.step, "back": state.step_back, "reset": state.reset}[action]()
+
+    # -- views -----------------------------------------------------------------------------
+    def view(self, key: str):
+        if key not in self._views:
+            if key == "explain":
+                self._views[key] = ExplainNode(state=self.explain)
+            else:
+                cls = {"fragmentation": FragmentationNode, "paging": PagingNode, "radix": RadixNode}[key]
+                self._views[key] = cls(state=self.states[key], on_interact=self.touch)
+        return self._views[key]
+
+    def _notice_pane(self) -> pn.pane.HTML:
+        return pn.pane.HTML(link_notice_html(self.link_notices), sizing_mode="stretch_width")
+
+    def node_page(self, key: str) -> pn.Column:
+        """One node alone, no template chrome (for an iframe)."""
+        page = pn.Column(self._notice_pane(), self.view(key), self.keyboard, sizing_mode="stretch_width",
+                         css_classes=["kv-embed"])
+        self.sync_url()
+        return page
+
+    def full_page(self) -> pn.template.FastListTemplate:
+        intro = pn.Column(
+            self._notice_pane(),
+            pn.pane.Markdown(text.INTRO, sizing_mode="stretch_width", css_classes=["kv-prose", "kv-intro"]),
+            Nav(sizing_mode="stretch_width"),
+            sizing_mode="stretch_width",
+        )
+        main = [intro] + [self.view(k) for k in ("fragmentation", "paging", "radix", "explain")]
+        main.append(pn.Column(pn.pane.Markdown(text.FOOTER, css_classes=["kv-footer"]), self.keyboard,
+                              sizing_mode="stretch_width"))
+        template = pn.template.FastListTemplate(
+            title=text.TITLE, sidebar=[Nav(vertical=True, sizing_mode="stretch_width")], main=main,
+            main_max_width="1280px", header_background="#1d3557", accent_base_color="#0072B2",
+            sidebar_width=230, theme_toggle=False, font=SYSTEM_FONTS,
+        )
+        self.sync_url()
+        return template
+
+    # -- the URL ---------------------------------------------------------------------------
+    def query(self) -> str:
+        return urlstate.query(self.url.node, self.fragmentation, self.paging, self.radix)
+
+    def sync_url(self) -> None:
+        """Keep the browser's address bar equal to the states (a copied link reproduces them)."""
+        location = pn.state.location
+        if location is None:
+            return
+
+        def write(*_events):
+            q = self.query()
+            if location.search != q:
+                location.search = q
+
+        for s, names in ((self.fragmentation, ["reserve", "freed_r2"]), (self.paging, ["added", "request"]),
+                         (self.radix, ["sharing", "ops"])):
+            s.param.watch(write, names)
+
+
+def stylesheet() -> str:
+    return CSS_PATH.read_text(encoding="utf-8")
+
+
+def work_offline() -> None:
+    """Drop the Fast design's web-font link (fonts.googleapis.com): a classroom may have no
+    internet, and a failed font request is a console error. The page uses system fonts instead.
+    Everything else the template needs is served by Panel itself."""
+    from panel.theme.fast import Fast
+
+    Fast._resources = {**Fast._resources, "font": {}}

@@ -1,0 +1,61 @@
+"""Metric cards: a label, a large value read from a snapshot, and one line saying what it counts.
+
+Selectors for browser tests (Playwright's CSS engine pierces Panel's open shadow roots):
+
+    .kv-metric[data-label="IN USE"] .kv-value          -> "12 / 32 · 38%"
+    .kv-metric[data-label="RESERVED · EMPTY"] .kv-value -> "12 blk"
+    .kv-metric[data-label="LARGEST GAP"] .kv-value      -> "8 / 8 free"
+    .kv-metric[data-label="CONTIGUOUS"] .kv-value       -> "NN% full"
+    .kv-metric[data-label="PAGED"] .kv-value            -> "NN% full"
+    .kv-metric[data-label="NAIVE REJECTS"] .kv-value    -> "0"
+    .kv-metric[data-label="BLOCKS STORED"] .kv-value    -> "36 blk"
+    .kv-metric[data-label="vs NO SHARING"] .kv-value    -> "36 blk"
+    .kv-metric[data-label="SAVED"] .kv-value            -> "0%"
+
+Each card also carries `data-node` (fragmentation | paging | radix) so a full-page test can tell
+two nodes' cards apart, e.g. `.kv-metric[data-node="radix"][data-label="SAVED"] .kv-value`.
+Node 03's prefill figures use the same markup with labels PREFILL COMPUTED, PREFIX REUSED and
+PREFILL TIME.
+"""
+
+from __future__ import annotations
+
+import html
+
+import panel as pn
+import param
+
+
+def card_html(node: str, label: str, value: str, counts: str) -> str:
+    e = html.escape
+    return (
+        f'<div class="kv-metric" data-node="{e(node)}" data-label="{e(label)}" title="{e(counts)}">'
+        f'<div class="kv-label">{e(label)}</div><div class="kv-value">{e(value)}</div>'
+        f'<div class="kv-counts">{e(counts)}</div></div>'
+    )
+
+
+class MetricCard(pn.viewable.Viewer):
+    """One card; `value` is a function of the state's snapshot (formatting from kvviz.format)."""
+
+    state = param.Parameter(doc="the node state holding the snapshot")
+    snapshot_param = param.String(default="snapshot")
+    label = param.String()
+    counts = param.String(doc="one line saying what the value counts (also the hover text)")
+    value = param.Callable(doc="Metrics -> the value text")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._pane = pn.pane.HTML(self._html(), margin=(4, 6), styles={"flex": "1 1 14rem"})
+        self.state.param.watch(lambda e: setattr(self._pane, "object", self._html()), self.snapshot_param)
+
+    def _html(self) -> str:
+        snap = getattr(self.state, self.snapshot_param)
+        return card_html(self.state.key, self.label, self.value(snap.metrics), self.counts)
+
+    def __panel__(self):
+        return self._pane
+
+
+def card_row(*cards: MetricCard) -> pn.FlexBox:
+    return pn.FlexBox(*cards, flex_wrap="wrap", sizing_mode="stretch_width", css_classes=["kv-cards"])

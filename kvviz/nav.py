@@ -1,0 +1,49 @@
+"""The numbered navigation of the lesson: links that scroll to each node's section.
+
+A JSComponent because Panel renders every section inside shadow roots, where `#anchor` links
+cannot reach: the click finds the section by its `kv-node-<key>` class and scrolls to it.
+Labels are static lesson text.
+"""
+
+from __future__ import annotations
+
+import html
+
+import param
+from panel.custom import JSComponent
+
+from kvviz.keyboard import FIND_SECTIONS_JS
+from kvviz.text import NAV
+
+_ESM = FIND_SECTIONS_JS + """
+export function render({ model }) {
+  const nav = document.createElement("nav");
+  nav.className = "kv-nav " + (model.vertical ? "kv-nav-vertical" : "kv-nav-row");
+  nav.setAttribute("aria-label", "The ideas of this lesson");
+  nav.innerHTML = model.items_html;
+  nav.addEventListener("click", (event) => {
+    const link = event.target.closest("a[data-node]");
+    if (!link) return;
+    event.preventDefault();
+    const hit = sections(document, 0, []).find(([key]) => key === link.dataset.node);
+    if (hit) hit[1].scrollIntoView({ behavior: "smooth", block: "start" });
+  });
+  return nav;
+}
+"""
+
+
+def items_html() -> str:
+    e = html.escape
+    return "".join(
+        f'<a href="#{e(key)}" data-node="{e(key)}"><span class="kv-nav-num">{e(num)}</span>'
+        f'<span class="kv-nav-label">{e(label)}</span></a>'
+        for key, num, label in NAV
+    )
+
+
+class Nav(JSComponent):
+    vertical = param.Boolean(default=False)
+    items_html = param.String(default=items_html(), constant=True)
+
+    _esm = _ESM

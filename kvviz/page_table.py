@@ -1,0 +1,111 @@
+"""The page-table analogy: a request's logical pages, each linked to the physical block it maps to.
+
+Top row: the request's logical pages 0, 1, 2 … (what attention sees, contiguous). Bottom row:
+the pool's physical blocks, the request's own ones in its colour. A line joins page i to
+`block_table[i]`. Drawn for the paged pool and, for contrast, the contiguous pool.
+"""
+
+from __future__ import annotations
+
+import html
+
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.plotting import figure
+
+from engine import Snapshot
+from kvviz.block_strip import DARK_FILLS, FREE_FILL, FREE_LINE, owner_colour
+
+PAGE_Y, BLOCK_Y = 0.5, 2.6
+
+
+def table_data(snap: Snapshot, name: str | None) -> tuple[dict, dict, dict]:
+    """Columns for the pages, the physical blocks and the links of request `name` (pure)."""
+    req = next((r for r in snap.requests if r.name == name), None)
+    table = req.block_table if req else ()
+    colour = owner_colour(req.request_id) if req else "#999999"
+    n = snap.metrics.blocks_total
+    step = min(2.0, n / max(len(table), 1))  # page spacing, in block widths
+    pages = {
+        "x": [(i + 0.5) * step for i in range(len(table))],
+        "w": [0.8 * step] * len(table),
+        "y": [PAGE_Y] * len(table),
+        "label": [f"p{i}" for i in range(len(table))],
+        "info": [f"logical page {i} → physical block {b}" for i, b in enumerate(table)],
+    }
+    mine = set(table)
+    blocks = {
+        "x": [b + 0.5 for b in range(n)],
+        "y": [BLOCK_Y] * n,
+        "fill": [colour if b in mine else FREE_FILL for b in range(n)],
+        "line": ["#333333" if b in mine else FREE_LINE for b in range(n)],
+        "label": [str(b) if b in mine else "" for b in range(n)],
+        "ink": ["#ffffff" if colour in DARK_FILLS and b in mine else "#111111" for b in range(n)],
+        "info": [f"physical block {b}" + (f" = page {table.index(b)} of {name}" if b in mine else "")
+                 for b in range(n)],
+    }
+    links = {
+        "x0": pages["x"], "y0": [PAGE_Y + 0.4] * len(table),
+        "x1": [b + 0.5 for b in table], "y1": [BLOCK_Y - 0.45] * len(table),
+    }
+    pages["fill"] = [colour] * len(table)
+    pages["ink"] = ["#ffffff" if colour in DARK_FILLS else "#111111"] * len(table)
+    return pages, blocks, links
+
+
+def summary_html(snap: Snapshot, name: str | None, pool: str) -> str:
+    req = next((r for r in snap.requests if r.name == name), None)
+    if req is None:
+        text = "No request chosen."
+    elif not req.block_table:
+        text = f"{req.name} holds no block here ({req.status})."
+    else:
+        pairs = ", ".join(f"page {i} → block {b}" for i, b in enumerate(req.block_table))
+        text = f"{req.name} in the {pool} pool: {pairs}."
+    return f'<div class="kv-pagetable-text" data-pool="{html.escape(pool)}">{html.escape(text)}</div>'
+
+
+class PageTable(pn.viewable.Viewer):
+    state = param.Parameter(doc="a PagingState")
+    snapshot_param = param.String(default="paged")
+    title = param.String(default="")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        pages, blocks, links = table_data(self._snap, self.state.request)
+        self.pages, self.blocks, self.links = (ColumnDataSource(d) for d in (pages, blocks, links))
+        n = self._snap.metrics.blocks_total
+        fig = figure(height=150, x_range=(0, n), y_range=(3.2, 0), toolbar_location=None, min_border=4,
+                     sizing_mode="stretch_width", title=self.title,
+                     tools=[HoverTool(tooltips=[("", "@info")])])
+        fig.axis.visible = False
+        fig.grid.visible = False
+        fig.outline_line_color = None
+        fig.segment("x0", "y0", "x1", "y1", source=self.links, line_color="#333333", line_width=1.5)
+        fig.rect("x", "y", 0.9, 0.8, source=self.blocks, fill_color="fill", line_color="line")
+        fig.rect("x", "y", "w", 0.8, source=self.pages, fill_color="fill", line_color="#333333")
+        for src in (self.blocks, self.pages):
+            fig.text("x", "y", text="label", source=src, text_align="center", text_baseline="middle",
+                     text_font_size="11px", text_color="ink")
+        fig.text([0.1, 0.1], [PAGE_Y - 0.55, BLOCK_Y - 0.6], text=["logical pages", "physical blocks"],
+                 text_font_size="11px", text_color="#555555", text_baseline="bottom")
+        self.figure = fig
+        self._text = pn.pane.HTML(summary_html(self._snap, self.state.request, self.snapshot_param),
+                                  sizing_mode="stretch_width", margin=(0, 10))
+        self.state.param.watch(self._update, [self.snapshot_param, "request"])
+        self._layout = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width"), self._text,
+                                 sizing_mode="stretch_width")
+
+    @property
+    def _snap(self) -> Snapshot:
+        return getattr(self.state, self.snapshot_param)
+
+    def _update(self, _event=None) -> None:
+        pages, blocks, links = table_data(self._snap, self.state.request)
+        with pn.io.hold():
+            self.pages.data, self.blocks.data, self.links.data = pages, blocks, links
+            self._text.object = summary_html(self._snap, self.state.request, self.snapshot_param)
+
+    def __panel__(self):
+        return self._layout

@@ -1,0 +1,117 @@
+"""The radix tree of node 03, root at the left: the shared trunk, then one branch per suffix.
+
+Each node is labelled with an excerpt of its text (Bokeh text glyphs: plain text, never HTML),
+its blocks and its lock count. Locked nodes (lock > 0, used by a live request) are solid;
+unlocked ones are idle cache, drawn dashed: those are what eviction removes first.
+"""
+
+from __future__ import annotations
+
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.plotting import figure
+
+from engine import Snapshot
+from kvviz import format as fmt
+
+ROW_PX = 58
+LABEL_CHARS = 26
+
+
+def layout(snap: Snapshot) -> tuple[dict, dict, int]:
+    """Node and edge columns (x = depth, y = leaf order) and the number of rows (pure)."""
+    children: dict[int, list] = {}
+    for n in snap.radix:
+        children.setdefault(n.parent_id, []).append(n)
+    pos: dict[int, tuple[float, float]] = {0: (0.0, 0.0)}
+    order = []
+    next_row = [0]
+
+    def place(node_id: int, depth: int) -> float:
+        kids = sorted(children.get(node_id, []), key=lambda n: n.node_id)
+        if not kids:
+            y = float(next_row[0])
+            next_row[0] += 1
+        else:
+            ys = [place(k.node_id, depth + 1) for k in kids]
+            order.extend(kids)
+            y = sum(ys) / len(ys)
+        pos[node_id] = (float(depth), y)
+        return y
+
+    place(0, 0)
+    rows = max(next_row[0], 1)
+    nodes = {"x": [0.0], "y": [pos[0][1]], "label": ["root"], "sub": [""], "fill": ["#444444"],
+             "dash": ["solid"], "ink": ["#ffffff"], "text": ["(empty: the start of every prompt)"],
+             "blocks": ["–"], "lock": ["–"]}
+    edges = {"x0": [], "y0": [], "x1": [], "y1": []}
+    for n in sorted(order, key=lambda n: n.node_id):
+        x, y = pos[n.node_id]
+        nodes["x"].append(x)
+        nodes["y"].append(y)
+        nodes["label"].append(fmt.excerpt(n.text, LABEL_CHARS))
+        nodes["sub"].append(f"blocks {fmt.block_ranges(n.blocks)} · lock {n.lock_ref}")
+        nodes["fill"].append("#56B4E9" if n.lock_ref > 0 else "#dddddd")
+        nodes["dash"].append("solid" if n.lock_ref > 0 else "dashed")
+        nodes["ink"].append("#111111")
+        nodes["text"].append(fmt.excerpt(n.text, 120))
+        nodes["blocks"].append(fmt.block_ranges(n.blocks))
+        nodes["lock"].append(f"{n.lock_ref} live request(s)" if n.lock_ref else "0: idle, evictable")
+        px, py = pos[n.parent_id]
+        edges["x0"].append(px + 0.42)
+        edges["y0"].append(py)
+        edges["x1"].append(x - 0.42)
+        edges["y1"].append(y)
+    return nodes, edges, rows
+
+
+class RadixTree(pn.viewable.Viewer):
+    state = param.Parameter(doc="a RadixState")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        nodes, edges, rows = layout(self.state.snapshot)
+        self.nodes, self.edges = ColumnDataSource(nodes), ColumnDataSource(edges)
+        fig = figure(height=self._height(rows), x_range=(-0.5, 3.5), y_range=(rows - 0.5, -0.5),
+                     toolbar_location=None, sizing_mode="stretch_width", min_border=4,
+                     title="Radix tree of cached prefixes (root at the left)",
+                     tools=[HoverTool(tooltips=[("text", "@text"), ("blocks", "@blocks"), ("lock", "@lock")])])
+        fig.axis.visible = False
+        fig.grid.visible = False
+        fig.outline_line_color = None
+        fig.segment("x0", "y0", "x1", "y1", source=self.edges, line_color="#333333", line_width=2)
+        box = fig.rect("x", "y", 0.84, 0.78, source=self.nodes, fill_color="fill", line_color="#222222",
+                       line_dash="dash", line_width=1.5)
+        fig.hover.renderers = [box]
+        fig.text("x", "y", text="label", source=self.nodes, text_align="center", text_baseline="bottom",
+                 text_font_size="12px", text_color="ink", y_offset=-1)
+        fig.text("x", "y", text="sub", source=self.nodes, text_align="center", text_baseline="top",
+                 text_font_size="11px", text_color="#333333", y_offset=3)
+        self.figure = fig
+        self._empty = pn.pane.HTML(self._empty_html(), sizing_mode="stretch_width", margin=(0, 10))
+        self.state.param.watch(self._update, "snapshot")
+        self._layout = pn.Column(self._empty, pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
+                                 sizing_mode="stretch_width")
+
+    @staticmethod
+    def _height(rows: int) -> int:
+        return max(rows, 2) * ROW_PX + 36
+
+    def _empty_html(self) -> str:
+        if self.state.sharing:
+            return ""
+        return ('<div class="kv-note">Prefix sharing is off, so the engine keeps no radix tree: every '
+                "request computes and stores its own copy of the system prompt.</div>")
+
+    def _update(self, event) -> None:
+        nodes, edges, rows = layout(event.new)
+        with pn.io.hold():
+            self.nodes.data, self.edges.data = nodes, edges
+            self.figure.y_range.start, self.figure.y_range.end = rows - 0.5, -0.5
+            self.figure.x_range.end = max(3.5, max(nodes["x"]) + 0.5)
+            self.figure.height = self._height(rows)
+            self._empty.object = self._empty_html()
+
+    def __panel__(self):
+        return self._layout

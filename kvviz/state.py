@@ -1,0 +1,288 @@
+"""The lesson's state: one `param.Parameterized` per node, wrapping the scenarios; no browser needed.
+
+Widget action -> a method here -> engine calls through a Timeline -> `snapshot` params -> views.
+Every action either succeeds or leaves the engines unchanged and says why in `notice` (a
+friendly sentence, never a traceback). Actions that change the set-up (slider, Free R2, Add
+request, Prefix sharing) settle the engines (run until idle) so the metric cards show the
+lesson's figures; Step / Play / Step back / Rewind let a class watch the same run token by token.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import param
+
+from engine import Snapshot
+from kvviz import format as fmt
+from kvviz.scenarios import RADIX_MORE_QUESTIONS, Fragmentation, Paging, Radix, clone
+
+_PROTOTYPES: dict[tuple, object] = {}
+_PROTOTYPES_LOCK = threading.Lock()
+
+
+def fresh(factory, *args):
+    """A new scenario `factory(*args)`: built once per process, then cloned for each session
+    (same engines, same tokens, same block ids; only the model weights are shared)."""
+    key = (factory, args)
+    with _PROTOTYPES_LOCK:
+        if key not in _PROTOTYPES:
+            _PROTOTYPES[key] = factory(*args)
+        return clone(_PROTOTYPES[key])
+
+
+class NodeState(param.Parameterized):
+    """What every node has: its timelines, a play switch and a notice line."""
+
+    playing = param.Boolean(default=False, doc="True while Play advances the engines")
+    notice = param.String(default="", doc="A friendly message about the last action, or ''")
+    version = param.Integer(default=0, doc="Bumped after every change of the engines")
+
+    key = "node"
+
+    @property
+    def timelines(self):
+        return self.scenario.timelines
+
+    @property
+    def has_work(self) -> bool:
+        return any(t.has_work for t in self.timelines)
+
+    @property
+    def step_count(self) -> int:
+        return max(t.num_steps for t in self.timelines)
+
+    def _refresh(self, notice: str = "", **extra) -> None:
+        """Publish the engines' current snapshots (one batched param update)."""
+        self.param.update({"notice": notice, "version": self.version + 1, **self._snapshots(), **extra})
+
+    def _snapshots(self) -> dict:
+        raise NotImplementedError
+
+    def _try(self, action, *args) -> bool:
+        """Run an engine action; a ValueError or KeyError becomes the notice and changes nothing."""
+        try:
+            action(*args)
+        except (ValueError, KeyError) as e:
+            why = e.args[0] if e.args else type(e).__name__
+            self.param.update(notice=f"That did not work: {why}.")
+            return False
+        return True
+
+    # -- the transport: watching the engine step by step ------------------------------------
+    def step(self) -> bool:
+        """One engine step on every timeline with work; False at idle (says so)."""
+        stepped = [t.step() for t in self.timelines]
+        if not any(stepped):
+            self._refresh("Nothing left to run: every request has finished or was refused.", playing=False)
+            return False
+        self._refresh()
+        return True
+
+    def step_back(self) -> bool:
+        """Back to the state before the last step (replayed deterministically from the start)."""
+        n = self.step_count
+        if n == 0:
+            self._refresh("Already at the start: no step to undo.")
+            return False
+        for t in self.timelines:
+            if t.num_steps == n:
+                t.step_back()
+        self._refresh(playing=False)
+        return True
+
+    def rewind(self) -> None:
+        """Back to before the first step: the requests queued, no token computed yet."""
+        for t in self.timelines:
+            t.rewind()
+        self._refresh("Rewound: the requests are queued and no KV is computed yet. Press Step or Play.",
+                      playing=False)
+
+    def toggle_play(self) -> None:
+        if self.playing:
+            self.playing = False
+            return
+        if not self.has_work:
+            self.rewind()
+        self.playing = True
+
+    def tick(self) -> None:
+        """Called by the play timer: one step, stopping at idle."""
+        if self.playing and not self.step():
+            self.playing = False
+
+    def reset(self) -> None:
+        raise NotImplementedError
+
+
+class FragmentationState(NodeState):
+    """Node 01: one contiguous 32-block pool; each request reserves `reserve` blocks up front."""
+
+    key = "fragmentation"
+    reserve = param.Integer(default=8, bounds=(1, 16), label="Reserved length", doc="blocks per slab")
+    freed_r2 = param.Boolean(default=False, doc="Free R2 was pressed (and a long request tried)")
+    snapshot = param.ClassSelector(class_=Snapshot, doc="the pool now")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.scenario = fresh(Fragmentation, self.reserve)
+        self._refresh()
+
+    def _snapshots(self) -> dict:
+        return {"snapshot": self.scenario.snapshot()}
+
+    @param.depends("reserve", watch=True)
+    def _rebuild(self) -> None:
+        self.scenario = fresh(Fragmentation, self.reserve)
+        if self.freed_r2:
+            self.scenario.free_r2()
+        self._refresh(playing=False)
+
+    def free_r2(self) -> None:
+        if self.freed_r2:
+            self._refresh("R2 is already freed. Press Reset to start again.")
+            return
+        if self._try(self.scenario.free_r2):
+            self._refresh(freed_r2=True, playing=False)
+
+    def reset(self) -> None:
+        with param.parameterized.discard_events(self):
+            self.param.update(reserve=8, freed_r2=False)
+        self.scenario = fresh(Fragmentation, 8)
+        self._refresh("Back to the lesson's starting point.", playing=False)
+
+
+class PagingState(NodeState):
+    """Node 02: the same requests into a contiguous pool (6-block slabs) and a paged pool."""
+
+    key = "paging"
+    prompt = param.String(default="", label="Prompt", doc="the next request's prompt (plain text)")
+    added = param.List(default=[], item_type=str, doc="prompts added since the defaults, in order")
+    request = param.Selector(default=None, objects=[], label="Request", allow_None=True,
+                             doc="the request whose block table is drawn")
+    contiguous = param.ClassSelector(class_=Snapshot, doc="the contiguous pool now")
+    paged = param.ClassSelector(class_=Snapshot, doc="the paged pool now")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.scenario = fresh(Paging)
+        self.prompt = self.scenario.next_request()[0]
+        self._refresh()
+
+    def _snapshots(self) -> dict:
+        paged = self.scenario.paged.snapshot()
+        names = [r.name for r in paged.requests]
+        self.param.request.objects = names
+        chosen = self.request if self.request in names else (names[0] if names else None)
+        return {"contiguous": self.scenario.contiguous.snapshot(), "paged": paged, "request": chosen}
+
+
+    def add_request(self, prompt: str | None = None) -> bool:
+        """Add a request for `prompt` (default: the prompt box) to both pools."""
+        prompt = self.prompt if prompt is None else prompt
+        if why := fmt.check_prompt(prompt):
+            self.param.update(notice=why)
+            return False
+        if not self._try(self.scenario.add_prompt, prompt, not self.playing):
+            return False
+        names = [r.name for r in self.scenario.paged.snapshot().requests]
+        self._refresh(added=[*self.added, prompt], prompt=self.scenario.next_request()[0], request=names[-1])
+        return True
+
+    def reset(self) -> None:
+        self.scenario = fresh(Paging)
+        self._refresh("Back to the lesson's starting point.", added=[], playing=False,
+                      prompt=self.scenario.next_request()[0], request=None)
+
+
+class RadixState(NodeState):
+    """Node 03: one paged 48-block pool; requests share a system prompt when sharing is on."""
+
+    key = "radix"
+    sharing = param.Boolean(default=False, label="Prefix sharing", doc="share cached prefix blocks")
+    prompt = param.String(default=RADIX_MORE_QUESTIONS[0], label="Your question",
+                          doc="appended to the shared system prompt")
+    ops = param.List(default=[], doc="('ask', question) and ('release', '') since the defaults")
+    snapshot = param.ClassSelector(class_=Snapshot, doc="the pool now")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.scenario = fresh(Radix, self.sharing)
+        self._refresh()
+
+    def _snapshots(self) -> dict:
+        return {"snapshot": self.scenario.snapshot()}
+
+    @staticmethod
+    def _next_question(ops) -> str:
+        asked = sum(kind == "ask" for kind, _ in ops)
+        return RADIX_MORE_QUESTIONS[asked % len(RADIX_MORE_QUESTIONS)]
+
+    def _apply(self, kind: str, text: str) -> None:
+        if kind == "ask":
+            self.scenario.ask(text, run=not self.playing)
+        else:
+            self._release_oldest()
+
+    def _release_oldest(self) -> None:
+        done = [r for r in self.scenario.snapshot().requests if r.status == "finished"]
+        if not done:
+            raise ValueError("no request has finished yet, so there is nothing to release")
+        self.scenario.timeline.release(done[0].request_id)
+
+    @param.depends("sharing", watch=True)
+    def _rebuild(self) -> None:
+        self.scenario = fresh(Radix, self.sharing)
+        kept = []
+        for op in self.ops:
+            try:
+                self._apply(*op)
+                kept.append(op)
+            except (ValueError, KeyError):
+                pass
+        self._refresh(ops=kept, playing=False)
+
+    def add_request(self, question: str | None = None) -> bool:
+        """Ask `question` (default: the prompt box) after the shared system prompt."""
+        question = self.prompt if question is None else question
+        if why := fmt.check_prompt(question):
+            self.param.update(notice=why)
+            return False
+        if not self._try(self._apply, "ask", question):
+            return False
+        ops = [*self.ops, ("ask", question)]
+        self._refresh(ops=ops, prompt=self._next_question(ops))
+        return True
+
+    def fill_pool(self, max_requests: int = 16) -> int:
+        """Ask the next questions one by one until the pool runs dry: the engine evicts an idle
+        cached prefix, refuses or preempts a request. Returns how many were asked."""
+        before = self.scenario.snapshot().metrics
+        ops, n = list(self.ops), 0
+        while n < max_requests:
+            question = self._next_question(ops)
+            if not self._try(self.scenario.ask, question):
+                break
+            ops.append(("ask", question))
+            n += 1
+            m = self.scenario.snapshot().metrics
+            if (m.evicted_blocks, m.rejected, m.preempted) != (before.evicted_blocks, before.rejected, before.preempted):
+                break
+        self._refresh(f"Asked {n} more question{'s' if n != 1 else ''} until the pool ran dry.",
+                      ops=ops, prompt=self._next_question(ops), playing=False)
+        return n
+
+    def release_oldest(self) -> bool:
+        """Release the oldest finished request: with sharing on, its blocks stay cached (idle)."""
+        if not self._try(self._apply, "release", ""):
+            return False
+        self._refresh(ops=[*self.ops, ("release", "")])
+        return True
+
+    def reset(self) -> None:
+        with param.parameterized.discard_events(self):
+            self.param.update(sharing=False)
+        self.scenario = fresh(Radix, False)
+        self._refresh("Back to the lesson's starting point.", ops=[], playing=False,
+                      prompt=RADIX_MORE_QUESTIONS[0])
+
