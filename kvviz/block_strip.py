@@ -3,7 +3,8 @@
 Cues (colour is never the only one): tokens = filled in the owner's colour with its name;
 reserved-but-empty = white with hatching in the owner's colour; free = light grey outline;
 shared by several requests = thick black outline and "×n"; cached-idle (held only by the prefix
-cache) = grey with a dashed outline and "cache"; a dark bar at the foot of every cell shows
+cache) = grey with a dashed outline and "cache"; a full block holding the same tokens as an
+earlier one (a duplicate sharing would avoid) = dotted, paler, "≡"; a dark bar at the foot of every cell shows
 tokens / block size. Hover any cell for its block id, owners, page, tokens, ref count and text.
 Tooltip fields are HTML-escaped by Bokeh (no `{safe}` anywhere), so block text stays text.
 """
@@ -41,7 +42,7 @@ def _cell(b, names: dict[int, str], block_size: int) -> dict:
     """Look and hover text of one BlockView."""
     owners = [names.get(o, f"R{o}") for o in b.owners]
     base = owner_colour(b.owners[0]) if b.owners else CACHED_FILL
-    look = {"fill": base, "alpha": 0.9, "line": "#333333", "width": 1.0, "dash": "solid", "hatch": " ",
+    look = {"fill": base, "alpha": 0.9, "hatch_alpha": 0.8, "line": "#333333", "width": 1.0, "dash": "solid", "hatch": " ",
             "label": owners[0] if owners else "", "ink": "#ffffff" if base in DARK_FILLS else "#111111"}
     if b.state == "free":
         look.update(fill=FREE_FILL, alpha=1.0, line=FREE_LINE, label="")
@@ -64,10 +65,26 @@ def _cell(b, names: dict[int, str], block_size: int) -> dict:
     }
 
 
+def _mark_copies(snap: Snapshot, rows: list[dict]) -> None:
+    """Dot the full blocks that hold exactly the tokens of an earlier block at the same page: the
+    duplicates prefix sharing would store once. (A display cue only; metrics come from the engine.)"""
+    first: dict[tuple, int] = {}
+    for b, row in zip(snap.blocks, rows, strict=True):
+        if b.state != "tokens" or b.num_tokens != snap.block_size:
+            continue
+        key = (b.logical_page, b.text)
+        if key in first:
+            row.update(hatch=".", alpha=0.55, hatch_alpha=0.5, state=row["state"] + f", a copy of block {first[key]}")
+            row["label"] += "≡"
+        else:
+            first[key] = b.block_id
+
+
 def strip_data(snap: Snapshot) -> tuple[dict, dict]:
     """Column data for the cells and the fill bars of a snapshot (pure: no Bokeh objects)."""
     names = {r.request_id: r.name for r in snap.requests}
     rows = [_cell(b, names, snap.block_size) for b in snap.blocks]
+    _mark_copies(snap, rows)
     cells = {k: [r[k] for r in rows] for k in rows[0]} if rows else {}
     cells["x"] = [b.block_id % PER_ROW + 0.5 for b in snap.blocks]
     cells["y"] = [b.block_id // PER_ROW + 0.5 for b in snap.blocks]
@@ -106,7 +123,7 @@ class BlockStrip(pn.viewable.Viewer):
         fig.title.text_font_size = "13px"
         cell = fig.rect("x", "y", 0.9, 0.8, source=self.cells, fill_color="fill", fill_alpha="alpha",
                         line_color="line", line_width="width", line_dash="dash", hatch_pattern="hatch",
-                        hatch_color="line", hatch_alpha=0.8, hatch_scale=8)
+                        hatch_color="line", hatch_alpha="hatch_alpha", hatch_scale=8, hatch_weight=1.5)
         hover.renderers = [cell]
         fig.quad(left="left", right="right", top="top", bottom="bottom", source=self.bars,
                  fill_color="#222222", fill_alpha=0.75, line_color=None)
@@ -140,6 +157,10 @@ LEGEND_HTML = """
     stroke-width="3"/></svg> shared by several requests (×n)</span>
   <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#bdbdbd" stroke="#555"
     stroke-dasharray="3 2"/></svg> cached, idle (dashed)</span>
+  <span><svg width="22" height="16"><defs><pattern id="kvd" width="4" height="4" patternUnits="userSpaceOnUse">
+    <circle cx="2" cy="2" r="0.9" fill="#333"/></pattern></defs><rect x="1" y="1" width="20" height="14"
+    fill="#E69F00" fill-opacity="0.55" stroke="#333"/><rect x="1" y="1" width="20" height="14" fill="url(#kvd)"/></svg>
+    ≡ copy: same tokens as an earlier block (dotted)</span>
   <span><svg width="22" height="16"><rect x="1" y="10" width="14" height="4" fill="#222"/></svg>
     bar = tokens / block size</span>
 </div>

@@ -59,12 +59,12 @@ class Transport(pn.viewable.Viewer):
                 method()
             return click
 
-        self.rewind = pn.widgets.Button(name="⟲ Rewind", description="Back to the start: requests queued, no KV")
-        self.back = pn.widgets.Button(name="◀ Step back", description="Undo one engine step (shortcut ←)")
-        self.fwd = pn.widgets.Button(name="Step ▶", description="Run one engine step (shortcut →)")
+        self.rewind = pn.widgets.Button(label="⟲ Rewind", description="Back to the start: requests queued, no KV")
+        self.back = pn.widgets.Button(label="◀ Step back", description="Undo one engine step (shortcut ←)")
+        self.fwd = pn.widgets.Button(label="Step ▶", description="Run one engine step (shortcut →)")
         self.play = pn.widgets.Button(
-            name=pn.bind(lambda p: "⏸ Pause" if p else "▶ Play", s.param.playing),
-            button_type="primary", description="Step continuously (shortcut: space)",
+            label=pn.bind(lambda p: "⏸ Pause" if p else "▶ Play", s.param.playing),
+            color="primary", description="Step continuously (shortcut: space)",
         )
         for button, method in ((self.rewind, s.rewind), (self.back, s.step_back), (self.fwd, s.step),
                                (self.play, s.toggle_play)):

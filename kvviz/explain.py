@@ -34,8 +34,8 @@ class ExplainNode(pn.viewable.Viewer):
                 s.radix.param.snapshot]
         checks = []
         for c in CHECKS:
-            box = pn.widgets.TextInput(name=c.question, placeholder="a whole number", width=160)
-            button = pn.widgets.Button(name="Check", button_type="primary", align="end")
+            box = pn.widgets.TextInput(label="Your answer", placeholder="a whole number", width=160)
+            button = pn.widgets.Button(label="Check", color="primary", align="end")
             button.on_click(lambda _e, c=c, box=box: s.check(c.key, box.value_input or box.value))
             box.param.watch(lambda _e, c=c, box=box: s.check(c.key, box.value), "enter_pressed")
             checks.append(pn.Column(
@@ -49,7 +49,7 @@ class ExplainNode(pn.viewable.Viewer):
             sizing_mode="stretch_width", height=180, max_length=5000)
         download = pn.widgets.FileDownload(
             callback=lambda: io.StringIO(s.markdown()), filename="kv-cache-answer.md",
-            label="Download my answer with the live state (Markdown)", button_type="success",
+            label="Download my answer with the live state (Markdown)", color="success",
             sizing_mode="stretch_width", max_width=460,
         )
         self._layout = pn.Column(

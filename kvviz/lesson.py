@@ -72,7 +72,7 @@ class Lesson:
     def node_page(self, key: str) -> pn.Column:
         """One node alone, no template chrome (for an iframe)."""
         page = pn.Column(self._notice_pane(), self.view(key), self.keyboard, sizing_mode="stretch_width",
-                         css_classes=["kv-embed"])
+                         css_classes=["kv-embed"], margin=(8, 14))
         self.sync_url()
         return page
 

@@ -45,7 +45,7 @@ class NodeView(pn.viewable.Viewer):
             self.on_interact(self.state.key)
 
     def _button(self, name: str, method, **kw) -> pn.widgets.Button:
-        button = pn.widgets.Button(name=name, **kw)
+        button = pn.widgets.Button(label=name, **kw)
         button.on_click(lambda _e: (self._touch(), method()))
         return button
 
@@ -57,10 +57,10 @@ class FragmentationNode(NodeView):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        slider = pn.widgets.IntSlider.from_param(s.param.reserve, name="Reserved length (blocks)",
+        slider = pn.widgets.IntSlider.from_param(s.param.reserve, label="Reserved length (blocks)",
                                                  sizing_mode="stretch_width", min_width=220)
         slider.param.watch(self._touch, "value")
-        free = self._button("Free R2", s.free_r2, button_type="warning",
+        free = self._button("Free R2", s.free_r2, color="warning",
                             disabled=s.param.freed_r2)
         reset = self._button("Reset", s.reset)
         cards = card_row(
@@ -91,12 +91,12 @@ class PagingNode(NodeView):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        box = pn.widgets.TextInput.from_param(s.param.prompt, name="Prompt (plain text, up to 200 characters)",
+        box = pn.widgets.TextInput.from_param(s.param.prompt, label="Prompt (plain text, up to 200 characters)",
                                               sizing_mode="stretch_width", min_width=220)
         box.param.watch(lambda _e: (self._touch(), s.add_request()), "enter_pressed")
-        add = self._button("Add request", s.add_request, button_type="primary")
+        add = self._button("Add request", s.add_request, color="primary")
         reset = self._button("Reset", s.reset)
-        chooser = pn.widgets.Select.from_param(s.param.request, name="Block table of", width=160)
+        chooser = pn.widgets.Select.from_param(s.param.request, label="Block table of", width=160)
         cards = card_row(
             MetricCard(state=s, snapshot_param="contiguous", label="CONTIGUOUS", value=fmt.full,
                        counts="Naive pool: tokens held ÷ token slots locked by slabs."),
@@ -147,7 +147,7 @@ class RadixNode(NodeView):
         sharing = pn.widgets.Checkbox.from_param(s.param.sharing, css_classes=["kv-sharing"])
         sharing.param.watch(self._touch, "value")
         box = pn.widgets.TextInput.from_param(
-            s.param.prompt, name="Your question, after the shared system prompt (up to 200 characters)",
+            s.param.prompt, label="Your question, after the shared system prompt (up to 200 characters)",
             sizing_mode="stretch_width", min_width=220)
         box.param.watch(lambda _e: (self._touch(), s.add_request()), "enter_pressed")
         cards = card_row(
@@ -171,7 +171,7 @@ class RadixNode(NodeView):
             pn.Row(prose(text.RADIX), badge(s), sizing_mode="stretch_width"),
             pn.FlexBox(sharing, self._button("Reset", s.reset), align_items="center",
                        sizing_mode="stretch_width"),
-            pn.FlexBox(box, self._button("Add request", s.add_request, button_type="primary"),
+            pn.FlexBox(box, self._button("Add request", s.add_request, color="primary"),
                        self._button("Release oldest", s.release_oldest),
                        self._button("Fill the pool", s.fill_pool), align_items="end",
                        sizing_mode="stretch_width"),

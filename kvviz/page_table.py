@@ -101,7 +101,7 @@ class PageTable(pn.viewable.Viewer):
     def _snap(self) -> Snapshot:
         return getattr(self.state, self.snapshot_param)
 
-    def _update(self, _event=None) -> None:
+    def _update(self, *_events) -> None:
         pages, blocks, links = table_data(self._snap, self.state.request)
         with pn.io.hold():
             self.pages.data, self.blocks.data, self.links.data = pages, blocks, links

@@ -91,6 +91,7 @@ class RadixTree(pn.viewable.Viewer):
         self.figure = fig
         self._empty = pn.pane.HTML(self._empty_html(), sizing_mode="stretch_width", margin=(0, 10))
         self.state.param.watch(self._update, "snapshot")
+        fig.visible = self.state.sharing  # (a Bokeh pane does not pass `visible` on to its figure)
         self._layout = pn.Column(self._empty, pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
                                  sizing_mode="stretch_width")
 
@@ -112,6 +113,7 @@ class RadixTree(pn.viewable.Viewer):
             self.figure.x_range.end = max(3.5, max(nodes["x"]) + 0.5)
             self.figure.height = self._height(rows)
             self._empty.object = self._empty_html()
+            self.figure.visible = self.state.sharing
 
     def __panel__(self):
         return self._layout

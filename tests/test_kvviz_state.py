@@ -1,0 +1,281 @@
+"""The lesson's state classes, without a browser: each action changes the right engine state and
+the right metric text (the exact strings the metric cards show)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from kvviz import format as fmt
+from kvviz import urlstate
+from kvviz.explain_state import ExplainState
+from kvviz.scenarios import Fragmentation, Radix
+from kvviz.state import FragmentationState, PagingState, RadixState
+
+torch.set_num_threads(1)  # tiny model steps: one thread is fastest
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def same_state(a, b) -> bool:
+    """Two snapshots equal but for wall-clock time."""
+    def strip(s):
+        return dataclasses.replace(s, metrics=dataclasses.replace(s.metrics, prefill_seconds=0.0))
+    return strip(a) == strip(b)
+
+
+@pytest.fixture
+def frag():
+    return FragmentationState()
+
+
+@pytest.fixture
+def paging():
+    return PagingState()
+
+
+@pytest.fixture
+def radix():
+    return RadixState()
+
+
+# -- formatting -----------------------------------------------------------------------------
+def test_percent_rounds_halves_up():
+    assert fmt.percent(0.375) == 38
+    assert fmt.percent(0.125) == 13
+    assert fmt.percent(0.5) == 50
+
+
+def test_printable_makes_control_bytes_visible_and_keeps_markup_literal():
+    assert fmt.printable("a\x00b\nc\ufffd") == "a·b⏎c·"
+    assert fmt.printable(HOSTILE) == HOSTILE
+
+
+def test_block_ranges_compresses_runs():
+    assert fmt.block_ranges((0, 1, 2, 5, 7, 8)) == "0–2, 5, 7–8"
+
+
+def test_check_prompt_refuses_empty_and_too_long():
+    assert "empty" in fmt.check_prompt("   ")
+    assert "201 characters" in fmt.check_prompt("x" * 201)
+    assert fmt.check_prompt("x" * 200) is None
+
+
+# -- node 01 --------------------------------------------------------------------------------
+def test_fragmentation_defaults_show_the_lesson_figures(frag):
+    m = frag.snapshot.metrics
+    assert (fmt.in_use(m), fmt.reserved_empty(m), fmt.largest_gap(m)) == ("12 / 32 · 38%", "12 blk", "8 / 8 free")
+
+
+def test_reserved_length_slider_rebuilds_the_pool_with_that_reservation(frag):
+    frag.reserve = 16
+    expected = Fragmentation(16).snapshot().metrics
+    assert fmt.in_use(frag.snapshot.metrics) == fmt.in_use(expected) != "12 / 32 · 38%"
+    assert fmt.reserved_empty(frag.snapshot.metrics) == fmt.reserved_empty(expected)
+    assert all(len(r.block_table) in (0, 16) for r in frag.snapshot.requests)
+
+
+def test_free_r2_opens_a_gap_and_the_long_request_is_refused(frag):
+    frag.free_r2()
+    assert fmt.largest_gap(frag.snapshot.metrics) == "8 / 16 free"
+    refused = [r for r in frag.snapshot.requests if r.status == "refused"]
+    assert len(refused) == 1 and "external fragmentation" in refused[0].reason
+    assert frag.freed_r2
+
+
+def test_free_r2_twice_says_so_and_changes_nothing(frag):
+    frag.free_r2()
+    before = frag.snapshot
+    frag.free_r2()
+    assert "already freed" in frag.notice
+    assert same_state(frag.snapshot, before)
+
+
+def test_reset_returns_to_the_defaults(frag):
+    frag.reserve = 3
+    frag.free_r2()
+    frag.reset()
+    assert (frag.reserve, frag.freed_r2) == (8, False)
+    assert fmt.in_use(frag.snapshot.metrics) == "12 / 32 · 38%"
+
+
+def test_rewind_queues_the_requests_with_no_tokens_and_step_fills_blocks(frag):
+    frag.rewind()
+    m = frag.snapshot.metrics
+    assert (m.tokens_held, m.num_waiting, frag.step_count) == (0, 3, 0)
+    frag.step()
+    assert frag.snapshot.metrics.tokens_held > 0 and frag.step_count == 1
+
+
+def test_step_back_replays_to_the_previous_step(frag):
+    frag.rewind()
+    for _ in range(3):
+        frag.step()
+    before = frag.snapshot
+    frag.step()
+    assert not same_state(frag.snapshot, before)
+    frag.step_back()
+    assert same_state(frag.snapshot, before) and frag.step_count == 3
+
+
+def test_step_at_idle_says_nothing_is_left(frag):
+    assert not frag.step()
+    assert "Nothing left" in frag.notice
+
+
+def test_play_from_idle_rewinds_then_ticks_until_idle(frag):
+    frag.toggle_play()
+    assert frag.playing and frag.step_count == 0
+    for _ in range(200):
+        frag.tick()
+        if not frag.playing:
+            break
+    assert not frag.playing
+    assert fmt.in_use(frag.snapshot.metrics) == "12 / 32 · 38%"
+
+
+# -- node 02 --------------------------------------------------------------------------------
+def test_paging_starts_with_no_naive_rejects(paging):
+    assert fmt.rejects(paging.contiguous.metrics) == "0"
+    assert fmt.full(paging.paged.metrics).endswith("% full")
+
+
+def test_add_request_eventually_makes_the_naive_pool_reject_while_paged_admits(paging):
+    for _ in range(3):
+        assert paging.add_request()
+    assert int(fmt.rejects(paging.contiguous.metrics)) >= 1
+    assert paging.paged.metrics.rejected == 0
+    assert len(paging.added) == 3
+
+
+def test_add_request_refills_the_box_with_the_next_prompt_and_shows_its_table(paging):
+    first = paging.prompt
+    paging.add_request()
+    assert paging.paged.requests[-1].prompt == first
+    assert paging.prompt != first
+    assert paging.request == paging.paged.requests[-1].name
+
+
+def test_hostile_prompt_is_stored_verbatim(paging):
+    assert paging.add_request(HOSTILE)
+    assert paging.paged.requests[-1].prompt == HOSTILE
+    assert paging.added[-1] == HOSTILE
+
+
+def test_empty_and_too_long_prompts_get_a_message_and_change_nothing(paging):
+    before = paging.paged
+    assert not paging.add_request("")
+    assert "empty" in paging.notice
+    assert not paging.add_request("y" * 201)
+    assert "limit" in paging.notice
+    assert paging.paged is before and paging.added == []
+
+
+def test_engine_refusal_of_a_prompt_is_a_notice_and_leaves_both_pools_unchanged(paging):
+    n = (len(paging.contiguous.requests), len(paging.paged.requests))
+    assert not paging.add_request("😀" * 150)  # 600 bytes: more than the pool can hold
+    assert paging.notice.startswith("That did not work")
+    assert (len(paging.contiguous.requests), len(paging.paged.requests)) == n
+
+
+# -- node 03 --------------------------------------------------------------------------------
+def test_radix_sharing_off_then_on(radix):
+    m = radix.snapshot.metrics
+    assert (fmt.blocks_stored(m), fmt.without_sharing(m), fmt.saved(m)) == ("36 blk", "36 blk", "0%")
+    radix.sharing = True
+    m = radix.snapshot.metrics
+    assert (fmt.blocks_stored(m), fmt.without_sharing(m), fmt.saved(m)) == ("18 blk", "36 blk", "50%")
+    assert m.prefix_hit_tokens > 0
+
+
+def test_ask_appends_the_question_to_the_system_prompt(radix):
+    assert radix.add_request(HOSTILE)
+    last = radix.snapshot.requests[-1]
+    assert last.prompt.endswith(HOSTILE)
+    assert radix.ops == [("ask", HOSTILE)]
+
+
+def test_release_oldest_leaves_cached_idle_blocks_when_sharing(radix):
+    radix.sharing = True
+    assert radix.release_oldest()
+    assert radix.snapshot.metrics.blocks_cached_idle > 0
+    assert radix.snapshot.requests[0].status == "released"
+
+
+def test_fill_the_pool_evicts_idle_prefixes_when_sharing(radix):
+    radix.sharing = True
+    for _ in range(4):
+        radix.release_oldest()
+    radix.fill_pool()
+    assert radix.snapshot.metrics.evicted_blocks > 0
+    assert any(e.kind == "block_evicted" for e in radix.snapshot.events)
+
+
+def test_toggling_sharing_replays_the_students_questions(radix):
+    radix.add_request("Why pages?")
+    radix.sharing = True
+    assert radix.snapshot.requests[-1].prompt.endswith("Why pages?")
+    assert radix.snapshot.metrics.blocks_without_sharing > 36
+
+
+# -- the URL --------------------------------------------------------------------------------
+def test_url_parses_good_params():
+    s = urlstate.parse_search("?node=paging&reserve=12&free_r2=1&add=a&add=b&sharing=1&op=ask:Q&op=release&show=R2")
+    assert (s.node, s.reserve, s.free_r2, s.add, s.sharing, s.show) == ("paging", 12, True, ["a", "b"], True, "R2")
+    assert s.ops == [("ask", "Q"), ("release", "")]
+    assert s.notices == []
+
+
+@pytest.mark.parametrize("search, field, default", [
+    ("?node=bogus", "node", None), ("?reserve=abc", "reserve", 8), ("?reserve=99", "reserve", 8),
+    ("?reserve=0", "reserve", 8), ("?sharing=maybe", "sharing", False), ("?show=<b>", "show", None),
+])
+def test_url_malformed_param_falls_back_with_a_notice(search, field, default):
+    s = urlstate.parse_search(search)
+    assert getattr(s, field) == default
+    assert len(s.notices) == 1
+
+
+def test_url_round_trip_reproduces_the_state(frag, paging, radix):
+    frag.reserve = 5
+    frag.free_r2()
+    paging.add_request(HOSTILE)
+    radix.sharing = True
+    radix.release_oldest()
+    radix.add_request("What is a block?")
+    q = urlstate.query(None, frag, paging, radix)
+    f2, p2, r2 = FragmentationState(), PagingState(), RadixState()
+    assert urlstate.restore(urlstate.parse_search(q), f2, p2, r2) == []
+    assert same_state(f2.snapshot, frag.snapshot)
+    assert same_state(p2.paged, paging.paged) and same_state(p2.contiguous, paging.contiguous)
+    assert same_state(r2.snapshot, radix.snapshot)
+
+
+def test_default_state_has_an_empty_query(frag, paging, radix):
+    assert urlstate.query(None, frag, paging, radix) == ""
+
+
+# -- explain it back ------------------------------------------------------------------------
+def test_self_checks_read_the_live_state(frag, paging, radix):
+    ex = ExplainState(frag, paging, radix)
+    assert ex.check("reserved_empty", "12")
+    assert "Right" in ex.feedback["reserved_empty"]
+    frag.reserve = 16
+    assert not ex.check("reserved_empty", "12")
+    assert "Not quite" in ex.feedback["reserved_empty"]
+    assert ex.truth("without_sharing") == Radix().snapshot().metrics.blocks_without_sharing
+    assert not ex.check("naive_rejects", "lots")
+    assert "whole number" in ex.feedback["naive_rejects"]
+
+
+def test_download_holds_the_answer_and_the_state(frag, paging, radix):
+    ex = ExplainState(frag, paging, radix)
+    ex.answer = "Paging is like virtual memory."
+    md = ex.markdown()
+    assert "Paging is like virtual memory." in md
+    record = json.loads(md.split("```json\n")[1].split("```")[0])
+    assert record["fragmentation"]["metrics"]["blocks_reserved_empty"] == 12
+    assert record["radix"]["metrics"]["blocks_without_sharing"] == 36

@@ -1,0 +1,108 @@
+"""The lesson's views, without a browser: what they would draw, that user text stays text, and
+that the keyboard and the page wiring reach the right state."""
+
+from __future__ import annotations
+
+import torch
+from bokeh.models import HoverTool
+
+from kvviz.block_strip import BlockStrip, strip_data
+from kvviz.lesson import Lesson, link_notice_html
+from kvviz.metric_card import card_html
+from kvviz.radix_tree import layout
+from kvviz.requests_table import requests_html
+from kvviz.state import FragmentationState, PagingState, RadixState
+
+torch.set_num_threads(1)
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def test_strip_has_one_cell_per_block_labelled_by_owner():
+    snap = FragmentationState().snapshot
+    cells, bars = strip_data(snap)
+    assert len(cells["block_id"]) == 32 == len(bars["left"])
+    assert cells["label"][:4] == ["R1"] * 4
+    assert cells["hatch"][4] == "/" and cells["state"][4].startswith("reserved")  # R1's empty slab
+    assert cells["state"][-1] == "free"
+
+
+def test_strip_marks_shared_blocks_with_a_count():
+    r = RadixState(sharing=True)
+    cells, _ = strip_data(r.snapshot)
+    assert cells["label"][:6] == ["×4"] * 6
+    assert all(w > 3 for w in cells["width"][:6])
+
+
+def test_strip_tooltips_are_never_unescaped():
+    strip = BlockStrip(state=FragmentationState())
+    hover = next(t for t in strip.figure.tools if isinstance(t, HoverTool))
+    assert all("{safe}" not in field for _, field in hover.tooltips)
+
+
+def test_strip_updates_in_place():
+    state = FragmentationState()
+    strip = BlockStrip(state=state)
+    source, fig = strip.cells, strip.figure
+    state.free_r2()
+    assert strip.cells is source and strip.figure is fig
+    assert "R2" not in source.data["label"]
+
+
+def test_request_list_escapes_prompts():
+    p = PagingState()
+    p.add_request(HOSTILE)
+    out = requests_html(p.paged, "paging", "paged")
+    assert HOSTILE not in out
+    assert "&lt;img src=x onerror=alert(1)&gt;" in out
+
+
+def test_metric_card_has_stable_selectors_and_escapes():
+    out = card_html("fragmentation", "IN USE", "12 / 32 · 38%", "a <b> c")
+    assert 'class="kv-metric" data-node="fragmentation" data-label="IN USE"' in out
+    assert '<div class="kv-value">12 / 32 · 38%</div>' in out
+    assert "a &lt;b&gt; c" in out
+
+
+def test_radix_tree_layout_puts_the_trunk_between_root_and_branches():
+    nodes, edges, rows = layout(RadixState(sharing=True).snapshot)
+    assert nodes["label"][0] == "root"
+    assert rows == 4 and len(edges["x0"]) == 5
+    assert sorted(set(nodes["x"])) == [0.0, 1.0, 2.0]
+
+
+def test_link_notices_are_escaped():
+    lesson = Lesson({"node": [HOSTILE.encode()]})
+    assert lesson.url.node is None
+    out = link_notice_html(lesson.link_notices)
+    assert HOSTILE not in out and "&lt;img" in out
+
+
+def test_keyboard_acts_on_the_node_in_view_else_the_last_touched():
+    lesson = Lesson({})
+    lesson.on_key("back", "paging")
+    assert lesson.paging.step_count == lesson.paging.scenario.paged.num_steps
+    assert lesson.active == "paging"
+    before = lesson.fragmentation.step_count
+    lesson.touch("fragmentation")
+    lesson.on_key("back", None)
+    assert lesson.fragmentation.step_count == before - 1
+    lesson.on_key("play", "explain")  # not a live node: the last touched one plays
+    assert lesson.fragmentation.playing
+
+
+def test_embed_page_serves_one_node():
+    lesson = Lesson({"node": [b"radix"], "sharing": [b"1"]})
+    page = lesson.node_page("radix")
+    assert lesson.radix.sharing and "kv-embed" in page.css_classes
+
+
+def test_page_table_follows_the_added_request():
+    from kvviz.page_table import PageTable
+
+    state = PagingState()
+    table = PageTable(state=state, snapshot_param="paged")
+    state.add_request("A student's own prompt")
+    newest = state.paged.requests[-1]
+    assert state.request == newest.name
+    assert table.links.data["x1"] == [b + 0.5 for b in newest.block_table]

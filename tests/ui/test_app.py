@@ -1,0 +1,72 @@
+"""The served lesson in headless Chromium: it loads cleanly and shows the lesson's figures.
+
+Metric values are read through the selectors documented in kvviz/metric_card.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.ui
+
+
+def metric(page, label: str, node: str | None = None):
+    scope = f'[data-node="{node}"]' if node else ""
+    return page.locator(f'.kv-metric{scope}[data-label="{label}"] .kv-value')
+
+
+def test_full_page_loads_with_the_default_figures_and_no_errors(page, lesson_url):
+    page.goto(lesson_url)
+    expect(metric(page, "IN USE")).to_have_text("12 / 32 · 38%")
+    expect(metric(page, "RESERVED · EMPTY")).to_have_text("12 blk")
+    expect(metric(page, "LARGEST GAP")).to_have_text("8 / 8 free")
+    expect(metric(page, "NAIVE REJECTS")).to_have_text("0")
+    expect(metric(page, "CONTIGUOUS")).to_have_text(re.compile(r"^\d+% full$"))
+    expect(metric(page, "BLOCKS STORED")).to_have_text("36 blk")
+    expect(metric(page, "vs NO SHARING")).to_have_text("36 blk")
+    expect(metric(page, "SAVED")).to_have_text("0%")
+    expect(page.get_by_text("Managing the KV cache").first).to_be_visible()
+    expect(page.locator(".kv-badge").first).to_have_text(re.compile(r"engine: \w+ · (CPU|CUDA)"))
+    page.wait_for_timeout(500)
+    assert "Traceback" not in page.content()
+    assert page.kv_errors == []
+
+
+def test_free_r2_strands_its_blocks_in_a_gap(page, lesson_url):
+    page.goto(f"{lesson_url}?node=fragmentation")
+    expect(metric(page, "LARGEST GAP")).to_have_text("8 / 8 free")
+    page.get_by_role("button", name="Free R2").click()
+    expect(metric(page, "LARGEST GAP")).to_have_text("8 / 16 free")
+    expect(page.locator(".kv-why")).to_contain_text("external fragmentation")
+    assert page.kv_errors == []
+
+
+def test_embed_route_with_state_in_the_url(page, lesson_url):
+    page.goto(f"{lesson_url}?node=radix&sharing=1")
+    expect(metric(page, "BLOCKS STORED")).to_have_text("18 blk")
+    expect(metric(page, "SAVED")).to_have_text("50%")
+    expect(page.locator("#header")).to_have_count(0)  # no template chrome
+    assert page.kv_errors == []
+
+
+def test_malformed_link_falls_back_with_a_visible_notice(page, lesson_url):
+    page.goto(f"{lesson_url}?node=fragmentation&reserve=abc")
+    expect(metric(page, "IN USE")).to_have_text("12 / 32 · 38%")
+    expect(page.locator(".kv-url-notice")).to_contain_text("reserve='abc'")
+
+
+def test_hostile_prompt_shows_literally_and_runs_nothing(page, lesson_url):
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(f"{lesson_url}?node=paging")
+    expect(metric(page, "NAIVE REJECTS")).to_have_text("0")
+    box = page.get_by_role("textbox").first
+    box.fill("<img src=x onerror=alert(1)>")
+    box.press("Enter")
+    expect(page.locator('.kv-requests[data-pool="paged"] .kv-text').last).to_contain_text("<img src=x onerror=alert(1)>")
+    expect(page.locator(".kv-requests img")).to_have_count(0)
+    page.wait_for_timeout(500)
+    assert dialogs == []
