@@ -60,6 +60,12 @@ def format_table(header: list[str], rows: list[list]) -> str:
     return "\n".join([line(cells[0]), rule] + [line(r) for r in cells[1:]])
 
 
+def format_targets(targets: dict[str, bool], size: str) -> str:
+    """One line: each target and whether it was met (the targets are set for the full size)."""
+    met = ", ".join(f"{name} {'met' if ok else 'NOT met'}" for name, ok in targets.items())
+    return f"targets (set for size full; this is {size}): {met}"
+
+
 def _cell(value) -> str:
     if value is None:
         return "-"

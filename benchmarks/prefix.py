@@ -34,6 +34,7 @@ from benchmarks.common import (
     SEED,
     engine_config,
     format_table,
+    format_targets,
     parser,
     random_text,
     ratio,
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> dict:
         f"{out['config']['num_blocks']} blocks x {BLOCK_SIZE}; median of {size.repeats}; torch threads {args.threads}\n"
     )
     print(table(out))
-    print("\ntargets: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in out["targets"].items()))
+    print("\n" + format_targets(out["targets"], args.size))
     if args.json:
         write_json(args.json, out)
     return out
