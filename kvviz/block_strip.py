@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models import ColumnDataSource, CustomJS, HoverTool
 from bokeh.plotting import figure
 
 from engine import Snapshot
@@ -23,7 +23,9 @@ from kvviz import format as fmt
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
 DARK_FILLS = {"#0072B2", "#D55E00", "#009E73", "#CC79A7"}
 FREE_FILL, FREE_LINE, CACHED_FILL = "#f4f4f4", "#b9b9b9", "#bdbdbd"
-PER_ROW = 16
+PER_ROW = 16  # cells per row on a wide screen
+NARROW_PER_ROW = 8  # ... and when the figure is narrower than NARROW_PX (a phone)
+NARROW_PX = 520
 ROW_PX = 46
 
 STATE_WORDS = {
@@ -81,21 +83,40 @@ def _mark_copies(snap: Snapshot, rows: list[dict]) -> None:
 
 
 def strip_data(snap: Snapshot) -> tuple[dict, dict]:
-    """Column data for the cells and the fill bars of a snapshot (pure: no Bokeh objects)."""
+    """Column data for the cells and the fill bars of a snapshot (pure: no Bokeh objects).
+
+    Positions come twice: `x`, `y`, `left` … for PER_ROW cells a row, and `x_n`, `y_n`,
+    `left_n` … for NARROW_PER_ROW; the browser picks one set by the figure's width."""
     names = {r.request_id: r.name for r in snap.requests}
     rows = [_cell(b, names, snap.block_size) for b in snap.blocks]
     _mark_copies(snap, rows)
     cells = {k: [r[k] for r in rows] for k in rows[0]} if rows else {}
-    cells["x"] = [b.block_id % PER_ROW + 0.5 for b in snap.blocks]
-    cells["y"] = [b.block_id // PER_ROW + 0.5 for b in snap.blocks]
+    bars: dict[str, list] = {}
     frac = [b.num_tokens / snap.block_size for b in snap.blocks]
-    bars = {
-        "left": [x - 0.4 for x in cells["x"]],
-        "right": [x - 0.4 + 0.8 * f for x, f in zip(cells["x"], frac, strict=True)],
-        "top": [y + 0.26 for y in cells["y"]],
-        "bottom": [y + 0.36 for y in cells["y"]],
-    }
+    for suffix, per_row in (("", PER_ROW), ("_n", NARROW_PER_ROW)):
+        xs = [b.block_id % per_row + 0.5 for b in snap.blocks]
+        ys = [b.block_id // per_row + 0.5 for b in snap.blocks]
+        cells["x" + suffix], cells["y" + suffix] = xs, ys
+        bars["left" + suffix] = [x - 0.4 for x in xs]
+        bars["right" + suffix] = [x - 0.4 + 0.8 * f for x, f in zip(xs, frac, strict=True)]
+        bars["top" + suffix] = [y + 0.26 for y in ys]
+        bars["bottom" + suffix] = [y + 0.36 for y in ys]
     return cells, bars
+
+
+# Runs in the browser whenever the figure's drawn width changes: switch every glyph to the
+# narrow (or wide) set of position columns and resize the ranges and the height to match.
+REFLOW_JS = """
+const narrow = fig.inner_width > 0 && fig.inner_width < narrow_px;
+const sfx = narrow ? "_n" : "";
+if (fig.x_range.end === (narrow ? narrow_per_row : per_row)) return;
+const rows = Math.ceil(count / (narrow ? narrow_per_row : per_row));
+for (const r of [cells, labels]) { r.glyph.x = {field: "x" + sfx}; r.glyph.y = {field: "y" + sfx}; }
+for (const k of ["left", "right", "top", "bottom"]) { bars.glyph[k] = {field: k + sfx}; }
+fig.x_range.end = narrow ? narrow_per_row : per_row;
+fig.y_range.start = rows;
+fig.height = rows * row_px + 28;
+"""
 
 
 class BlockStrip(pn.viewable.Viewer):
@@ -125,10 +146,14 @@ class BlockStrip(pn.viewable.Viewer):
                         line_color="line", line_width="width", line_dash="dash", hatch_pattern="hatch",
                         hatch_color="line", hatch_alpha="hatch_alpha", hatch_scale=8, hatch_weight=1.5)
         hover.renderers = [cell]
-        fig.quad(left="left", right="right", top="top", bottom="bottom", source=self.bars,
-                 fill_color="#222222", fill_alpha=0.75, line_color=None)
-        fig.text("x", "y", text="label", source=self.cells, text_align="center", text_baseline="middle",
-                 text_font_size="12px", text_font_style="bold", text_color="ink", y_offset=-3)
+        bars = fig.quad(left="left", right="right", top="top", bottom="bottom", source=self.bars,
+                        fill_color="#222222", fill_alpha=0.75, line_color=None)
+        labels = fig.text("x", "y", text="label", source=self.cells, text_align="center",
+                          text_baseline="middle", text_font_size="12px", text_font_style="bold",
+                          text_color="ink", y_offset=-3)
+        fig.js_on_change("inner_width", CustomJS(code=REFLOW_JS, args=dict(
+            fig=fig, cells=cell, labels=labels, bars=bars, count=len(snap.blocks), per_row=PER_ROW,
+            narrow_per_row=NARROW_PER_ROW, narrow_px=NARROW_PX, row_px=ROW_PX)))
         self.figure = fig
         self._pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width", css_classes=["kv-strip"])
         self.state.param.watch(self._update, self.snapshot_param)

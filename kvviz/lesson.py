@@ -91,6 +91,7 @@ class Lesson:
             main_max_width="1280px", header_background="#1d3557", accent_base_color="#0072B2",
             sidebar_width=230, theme_toggle=False, font=SYSTEM_FONTS,
         )
+        template.config.raw_css.append(TEMPLATE_CSS)  # into the page head, not a shadow root
         self.sync_url()
         return template
 
@@ -116,6 +117,21 @@ class Lesson:
 
 def stylesheet() -> str:
     return CSS_PATH.read_text(encoding="utf-8")
+
+
+# The template's own (light-DOM) elements, which component stylesheets cannot reach: on a phone
+# the sidebar would take most of the screen, so it is hidden there (the intro has the same
+# numbered navigation); the title shrinks to fit.
+TEMPLATE_CSS = """
+@media (max-width: 760px) {
+  #sidebar, #sidebar-button { display: none !important; }
+  #header .app-header .title { font-size: 1.15rem; }
+  #main .card-margin { margin: 4px !important; }
+}
+@media (min-width: 1600px) {
+  #header .app-header .title { font-size: 2.2rem; }
+}
+"""
 
 
 def work_offline() -> None:

@@ -73,7 +73,8 @@ class FragmentationNode(NodeView):
         )
         self._layout = section(
             s.key,
-            pn.Row(prose(text.FRAGMENTATION), badge(s), sizing_mode="stretch_width"),
+            badge(s),
+            prose(text.FRAGMENTATION),
             pn.FlexBox(slider, free, reset, align_items="center", sizing_mode="stretch_width"),
             prose(text.FRAGMENTATION_TRY, css_classes=["kv-try"]),
             BlockStrip(state=s, title="GPU KV cache · 32 blocks · contiguous slabs"),
@@ -107,7 +108,8 @@ class PagingNode(NodeView):
         )
         self._layout = section(
             s.key,
-            pn.Row(prose(text.PAGING), badge(s, "paged"), sizing_mode="stretch_width"),
+            badge(s, "paged"),
+            prose(text.PAGING),
             pn.pane.Markdown(text.PAGING_ANALOGY, sizing_mode="stretch_width", css_classes=["kv-analogy"]),
             pn.FlexBox(box, add, reset, align_items="end", sizing_mode="stretch_width"),
             prose(text.PAGING_TRY, css_classes=["kv-try"]),
@@ -168,7 +170,8 @@ class RadixNode(NodeView):
         )
         self._layout = section(
             s.key,
-            pn.Row(prose(text.RADIX), badge(s), sizing_mode="stretch_width"),
+            badge(s),
+            prose(text.RADIX),
             pn.FlexBox(sharing, self._button("Reset", s.reset), align_items="center",
                        sizing_mode="stretch_width"),
             pn.FlexBox(box, self._button("Add request", s.add_request, color="primary"),
