@@ -6,6 +6,7 @@ Metric values are read through the selectors documented in kvviz/metric_card.py.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -70,3 +71,60 @@ def test_hostile_prompt_shows_literally_and_runs_nothing(page, lesson_url):
     expect(page.locator(".kv-requests img")).to_have_count(0)
     page.wait_for_timeout(500)
     assert dialogs == []
+
+
+def test_block_tooltip_shows_hostile_text_as_text(page, lesson_url):
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(f"{lesson_url}?node=radix&sharing=1&op=ask:%3Cimg%20src=x%20onerror=alert(1)%3E")
+    expect(metric(page, "SAVED")).not_to_have_text("0%")
+    strip = page.locator(".bk-Figure").first
+    strip.scroll_into_view_if_needed()
+    box = strip.bounding_box()
+    tip = page.locator(".bk-tooltip-content")
+    texts = []
+    for block in range(16, 22):  # the new request's own blocks sit just after the first row
+        col, row = block % 16, block // 16
+        page.mouse.move(box["x"] + 4 + (box["width"] - 8) * (col + 0.5) / 16, box["y"] + 24 + 46 * (row + 0.5))
+        page.wait_for_timeout(200)
+        if tip.count():
+            texts.append(tip.first.inner_text())
+    assert any("<img src=x onerr" in t for t in texts)
+    assert page.locator(".bk-tooltip img").count() == 0
+    assert dialogs == []
+
+
+def test_keyboard_steps_back_and_forward_but_not_while_typing(page, lesson_url):
+    page.goto(f"{lesson_url}?node=paging")
+    step = page.locator(".kv-step")
+    expect(step).to_contain_text("step 18")
+    page.locator(".kv-keyboard").wait_for(state="attached")  # the key listener is installed
+    page.keyboard.press("ArrowLeft")
+    expect(step).to_contain_text("step 17")
+    page.keyboard.press("ArrowRight")
+    expect(step).to_contain_text("step 18")
+    box = page.get_by_role("textbox").first
+    box.fill("")
+    box.type("r ")
+    page.wait_for_timeout(500)
+    assert box.input_value() == "r "
+    expect(step).to_contain_text("step 18 · idle")
+
+
+def test_actions_are_written_to_the_url(page, lesson_url):
+    page.goto(f"{lesson_url}?node=fragmentation")
+    page.get_by_role("button", name="Free R2").click()
+    expect(page).to_have_url(re.compile(r"node=fragmentation&free_r2=1$"))
+
+
+def test_download_holds_the_answer_and_the_live_state(page, lesson_url):
+    page.goto(f"{lesson_url}?node=explain")
+    area = page.locator("textarea")
+    area.fill("Paging borrows virtual memory.")
+    area.blur()
+    page.wait_for_timeout(300)
+    with page.expect_download() as download:
+        page.get_by_text("Download my answer").click()
+    text = Path(download.value.path()).read_text(encoding="utf-8")
+    assert "Paging borrows virtual memory." in text
+    assert '"blocks_reserved_empty": 12' in text
