@@ -102,6 +102,7 @@ class RunResult:
     wall_s: float
     preempted: int  # paged only: requests preempted (and recomputed) when the pool ran dry
     prefill_tokens: int  # includes recomputation after preemption
+    prefill_s: float  # of wall_s, the time in prefill forwards (metrics.prefill_seconds)
 
 
 def make_trace(num_requests: int, max_seq_len: int, seed: int = SEED) -> list[TraceRequest]:
@@ -179,6 +180,7 @@ class TraceRun:
             self.wall_s,
             m.preempted,
             m.prefill_tokens_computed,
+            m.prefill_seconds,
         )
 
 
@@ -291,6 +293,7 @@ def table(out: dict) -> str:
             ("peak running requests", "peak_running"),
             ("engine steps", "steps"),
             ("wall time (s)", "wall_s"),
+            ("  of which prefill forwards (s)", "prefill_s"),
             (f"decode tok/s (batch {out['config']['decode_batch']})", "decode_tok_s"),
             ("preemptions", "preempted"),
             ("prefill tokens computed", "prefill_tokens"),
