@@ -41,6 +41,23 @@ def run_until_idle(engine: Engine, max_steps: int = 1000) -> int:
     raise AssertionError(f"engine still busy after {max_steps} steps")
 
 
+def serve(engine: Engine, prompts, max_new_tokens: int, max_steps: int = 2000) -> list[int]:
+    """Engine.generate with a step bound: add the prompts, step, release each request as it
+    finishes (so a full pool drains). Returns the request ids; fails rather than loop forever."""
+    ids = [engine.add_request(p, max_new_tokens) for p in prompts]
+    pending = set(ids)
+    for _ in range(max_steps):
+        for rid in sorted(pending):
+            if engine.requests[rid].status.value == "finished":
+                engine.release(rid)
+            if engine.requests[rid].status.value in ("released", "refused"):
+                pending.discard(rid)
+        if not pending:
+            return ids
+        engine.step()
+    raise AssertionError(f"requests {sorted(pending)} unfinished after {max_steps} steps")
+
+
 @pytest.fixture
 def drain():
     """drain(engine, max_steps=1000): step until idle; returns the number of steps."""
@@ -50,6 +67,12 @@ def drain():
 def deterministic_view(snapshot: Snapshot) -> Snapshot:
     """The snapshot with its one measured (wall-clock) figure zeroed, so two runs compare equal."""
     return dataclasses.replace(snapshot, metrics=dataclasses.replace(snapshot.metrics, prefill_seconds=0.0))
+
+
+@pytest.fixture
+def serve_all():
+    """serve_all(engine, prompts, max_new_tokens): see serve."""
+    return serve
 
 
 @pytest.fixture

@@ -92,14 +92,22 @@ def test_fully_cached_prompt_gives_the_no_cache_greedy_tokens(make_engine, promp
 
 
 @pytest.mark.parametrize("prefix_sharing", [False, True], ids=["no-sharing", "sharing"])
-def test_preempted_requests_recompute_to_the_no_cache_greedy_tokens(make_engine, prefix_sharing):
+def test_preempted_requests_recompute_to_the_no_cache_greedy_tokens(make_engine, serve_all, prefix_sharing):
     # 8 blocks of 4 tokens; each request grows to 7 blocks, so three cannot run side by side.
     engine = make_engine(block_size=4, num_blocks=8, prefix_sharing=prefix_sharing)
-    prompts = ["Page one", "Page two", "Page six"]
-    results = engine.generate(prompts, max_new_tokens=20)
+    ids = serve_all(engine, ["Page one", "Page two", "Page six"], max_new_tokens=20)
     assert engine.snapshot().metrics.preempted > 0
-    for prompt, result in zip(prompts, results, strict=True):
-        assert result.token_ids == greedy_reference(engine.model, list(prompt.encode()), 20)
+    assert all(len(engine.requests[i].output_ids) == 20 for i in ids)
+    assert_outputs_match_reference(engine, ids)
+
+
+def test_generate_returns_the_no_cache_greedy_text(make_engine):
+    engine = make_engine(block_size=4, num_blocks=32)
+    results = engine.generate(["Keys", "Values, too: "], max_new_tokens=6)
+    for prompt, result in zip(["Keys", "Values, too: "], results, strict=True):
+        assert result.token_ids == greedy_reference(engine.model, list(prompt.encode()), 6)
+        assert result.text == engine.tokenizer.decode(result.token_ids)
+    assert [r.status.value for r in engine.requests.values()] == ["released", "released"]
 
 
 def test_default_model_generates_the_no_cache_greedy_tokens():

@@ -173,9 +173,9 @@ def test_refusal_logs_request_refused(make_engine):
     assert refused.reason == "R2 needs 6 consecutive blocks; only 2 are free"
 
 
-def test_preemption_and_eviction_are_logged(make_engine):
+def test_preemption_and_eviction_are_logged(make_engine, serve_all):
     engine = make_engine(block_size=4, num_blocks=8, prefix_sharing=True)
-    engine.generate(["Page one", "Page two", "Page six"], max_new_tokens=20)
+    serve_all(engine, ["Page one", "Page two", "Page six"], max_new_tokens=20)
     logged = set(kinds(engine))
     assert {"request_preempted", "block_evicted"} <= logged
     m = engine.snapshot().metrics
@@ -183,10 +183,10 @@ def test_preemption_and_eviction_are_logged(make_engine):
     assert len(evicted) == m.evicted_blocks > 0
 
 
-def test_same_config_seed_and_requests_give_identical_snapshots(make_engine, comparable):
+def test_same_config_seed_and_requests_give_identical_snapshots(make_engine, comparable, serve_all):
     def run():
         engine = make_engine(block_size=4, num_blocks=8, prefix_sharing=True)
-        engine.generate(["Page one", "Page two", "Page six"], max_new_tokens=20)
+        serve_all(engine, ["Page one", "Page two", "Page six"], max_new_tokens=20)
         engine.add_request("Page one again", max_new_tokens=5)
         engine.step()
         return engine.snapshot()

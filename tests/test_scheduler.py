@@ -180,27 +180,27 @@ def test_counters_count_prefill_and_decode_tokens_and_steps(make_engine, drain):
     assert (m.rejected, m.preempted, m.evicted_blocks, m.prefix_hit_tokens) == (0, 0, 0, 0)
 
 
-def test_preempted_counter_equals_preemption_events(make_engine):
+def test_preempted_counter_equals_preemption_events(make_engine, serve_all):
     engine = make_engine(block_size=4, num_blocks=8)
-    engine.generate(["Page one", "Page two", "Page six"], max_new_tokens=20)
+    serve_all(engine, ["Page one", "Page two", "Page six"], max_new_tokens=20)
     m = engine.metrics()
     events = sum(e.kind == "request_preempted" for e in engine.log.events)
     assert m.preempted == events == sum(r.num_preemptions for r in engine.requests.values())
     assert m.preempted > 0
 
 
-def test_recompute_after_preemption_counts_as_prefill(make_engine):
+def test_recompute_after_preemption_counts_as_prefill(make_engine, serve_all):
     engine = make_engine(block_size=4, num_blocks=8)
-    engine.generate(["Page one", "Page two", "Page six"], max_new_tokens=20)
+    serve_all(engine, ["Page one", "Page two", "Page six"], max_new_tokens=20)
     m = engine.metrics()
     # Every token but the last of each request got KV once per life, and prompts were prefilled.
     assert m.prefill_tokens_computed + m.decode_tokens > 3 * (8 + 20 - 1)
     assert m.prefill_tokens_computed > 3 * 8
 
 
-def test_reset_clears_counters_requests_and_cache(make_engine):
+def test_reset_clears_counters_requests_and_cache(make_engine, serve_all):
     engine = make_engine(block_size=4, num_blocks=8, prefix_sharing=True)
-    engine.generate(["Page one", "Page two", "Page six"], max_new_tokens=20)
+    serve_all(engine, ["Page one", "Page two", "Page six"], max_new_tokens=20)
     engine.reset()
     snap = engine.snapshot()
     assert snap.requests == () and snap.radix == () and snap.events == ()
