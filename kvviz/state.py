@@ -9,13 +9,22 @@ lesson's figures; Step / Play / Step back / Rewind let a class watch the same ru
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import param
 
 from engine import Snapshot
 from kvviz import format as fmt
-from kvviz.scenarios import RADIX_MORE_QUESTIONS, Fragmentation, Paging, Radix, clone
+from kvviz.scenarios import (
+    RADIX_MORE_QUESTIONS,
+    RADIX_QUESTIONS,
+    SYSTEM_PROMPT,
+    Fragmentation,
+    Paging,
+    Radix,
+    clone,
+)
 
 _PROTOTYPES: dict[tuple, object] = {}
 _PROTOTYPES_LOCK = threading.Lock()
@@ -129,7 +138,8 @@ class FragmentationState(NodeState):
         self._refresh()
 
     def _snapshots(self) -> dict:
-        return {"snapshot": self.scenario.snapshot()}
+        freed = any(op.kind == "release" for op in self.scenario.timeline.ops)  # (Step back can undo it)
+        return {"snapshot": self.scenario.snapshot(), "freed_r2": freed}
 
     @param.depends("reserve", watch=True)
     def _rebuild(self) -> None:
@@ -143,7 +153,7 @@ class FragmentationState(NodeState):
             self._refresh("R2 is already freed. Press Reset to start again.")
             return
         if self._try(self.scenario.free_r2):
-            self._refresh(freed_r2=True, playing=False)
+            self._refresh(playing=False)
 
     def reset(self) -> None:
         with param.parameterized.discard_events(self):
@@ -174,7 +184,10 @@ class PagingState(NodeState):
         names = [r.name for r in paged.requests]
         self.param.request.objects = names
         chosen = self.request if self.request in names else (names[0] if names else None)
-        return {"contiguous": self.scenario.contiguous.snapshot(), "paged": paged, "request": chosen}
+        # What was added since the defaults, read from the ops (Step back or Rewind can drop some).
+        added = [op.prompt for op in self.scenario.paged.ops if op.kind == "add"][Paging.NUM_INITIAL:]
+        return {"contiguous": self.scenario.contiguous.snapshot(), "paged": paged, "request": chosen,
+                "added": added}
 
 
     def add_request(self, prompt: str | None = None) -> bool:
@@ -186,12 +199,12 @@ class PagingState(NodeState):
         if not self._try(self.scenario.add_prompt, prompt, not self.playing):
             return False
         names = [r.name for r in self.scenario.paged.snapshot().requests]
-        self._refresh(added=[*self.added, prompt], prompt=self.scenario.next_request()[0], request=names[-1])
+        self._refresh(prompt=self.scenario.next_request()[0], request=names[-1])
         return True
 
     def reset(self) -> None:
         self.scenario = fresh(Paging)
-        self._refresh("Back to the lesson's starting point.", added=[], playing=False,
+        self._refresh("Back to the lesson's starting point.", playing=False,
                       prompt=self.scenario.next_request()[0], request=None)
 
 
@@ -211,7 +224,13 @@ class RadixState(NodeState):
         self._refresh()
 
     def _snapshots(self) -> dict:
-        return {"snapshot": self.scenario.snapshot()}
+        return {"snapshot": self.scenario.snapshot(), "ops": self._ops_since_defaults()}
+
+    def _ops_since_defaults(self) -> list[tuple[str, str]]:
+        """The student's asks and releases, read from the timeline (Step back can drop some)."""
+        ops = [("ask", op.prompt[len(SYSTEM_PROMPT):]) if op.kind == "add" else ("release", "")
+               for op in self.scenario.timeline.ops if op.kind in ("add", "release")]
+        return ops[len(RADIX_QUESTIONS):]
 
     @staticmethod
     def _next_question(ops) -> str:
@@ -233,14 +252,11 @@ class RadixState(NodeState):
     @param.depends("sharing", watch=True)
     def _rebuild(self) -> None:
         self.scenario = fresh(Radix, self.sharing)
-        kept = []
         for op in self.ops:
-            try:
+            # an op that fails under the other setting (nothing to release, say) is dropped
+            with contextlib.suppress(ValueError, KeyError):
                 self._apply(*op)
-                kept.append(op)
-            except (ValueError, KeyError):
-                pass
-        self._refresh(ops=kept, playing=False)
+        self._refresh(playing=False)
 
     def add_request(self, question: str | None = None) -> bool:
         """Ask `question` (default: the prompt box) after the shared system prompt."""
@@ -251,7 +267,7 @@ class RadixState(NodeState):
         if not self._try(self._apply, "ask", question):
             return False
         ops = [*self.ops, ("ask", question)]
-        self._refresh(ops=ops, prompt=self._next_question(ops))
+        self._refresh(prompt=self._next_question(ops))
         return True
 
     def fill_pool(self, max_requests: int = 16) -> int:
@@ -269,20 +285,20 @@ class RadixState(NodeState):
             if (m.evicted_blocks, m.rejected, m.preempted) != (before.evicted_blocks, before.rejected, before.preempted):
                 break
         self._refresh(f"Asked {n} more question{'s' if n != 1 else ''} until the pool ran dry.",
-                      ops=ops, prompt=self._next_question(ops), playing=False)
+                      prompt=self._next_question(ops), playing=False)
         return n
 
     def release_oldest(self) -> bool:
         """Release the oldest finished request: with sharing on, its blocks stay cached (idle)."""
         if not self._try(self._apply, "release", ""):
             return False
-        self._refresh(ops=[*self.ops, ("release", "")])
+        self._refresh()
         return True
 
     def reset(self) -> None:
         with param.parameterized.discard_events(self):
             self.param.update(sharing=False)
         self.scenario = fresh(Radix, False)
-        self._refresh("Back to the lesson's starting point.", ops=[], playing=False,
+        self._refresh("Back to the lesson's starting point.", playing=False,
                       prompt=RADIX_MORE_QUESTIONS[0])
 

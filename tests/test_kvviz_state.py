@@ -279,3 +279,20 @@ def test_download_holds_the_answer_and_the_state(frag, paging, radix):
     record = json.loads(md.split("```json\n")[1].split("```")[0])
     assert record["fragmentation"]["metrics"]["blocks_reserved_empty"] == 12
     assert record["radix"]["metrics"]["blocks_without_sharing"] == 36
+
+
+def test_step_back_past_free_r2_clears_it(frag):
+    frag.free_r2()
+    while frag.freed_r2 and frag.step_back():
+        pass
+    assert not frag.freed_r2
+    assert urlstate.query(None, frag, PagingState(), RadixState()) == ""
+
+
+def test_rewind_drops_the_students_additions_from_the_link(paging, radix):
+    paging.add_request("mine")
+    radix.add_request("Mine?")
+    assert paging.added == ["mine"] and radix.ops == [("ask", "Mine?")]
+    paging.rewind()
+    radix.rewind()
+    assert paging.added == [] and radix.ops == []
