@@ -141,7 +141,7 @@ class BlockStrip(pn.viewable.Viewer):
         fig.axis.visible = False
         fig.grid.visible = False
         fig.outline_line_color = None
-        fig.title.text_font_size = "13px"
+        fig.title.text_font_size = "15px"
         cell = fig.rect("x", "y", 0.9, 0.8, source=self.cells, fill_color="fill", fill_alpha="alpha",
                         line_color="line", line_width="width", line_dash="dash", hatch_pattern="hatch",
                         hatch_color="line", hatch_alpha="hatch_alpha", hatch_scale=8, hatch_weight=1.5)

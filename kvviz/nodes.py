@@ -110,7 +110,7 @@ class PagingNode(NodeView):
             s.key,
             badge(s, "paged"),
             prose(text.PAGING),
-            pn.pane.Markdown(text.PAGING_ANALOGY, sizing_mode="stretch_width", css_classes=["kv-analogy"]),
+            prose(text.PAGING_ANALOGY, css_classes=["kv-analogy"]),
             pn.FlexBox(box, add, reset, align_items="end", sizing_mode="stretch_width"),
             prose(text.PAGING_TRY, css_classes=["kv-try"]),
             BlockStrip(state=s, snapshot_param="contiguous", title="CONTIGUOUS · each request reserves 6 blocks"),
@@ -119,7 +119,7 @@ class PagingNode(NodeView):
             legend(),
             cards,
             self._transport(),
-            pn.pane.Markdown("#### The block table: a page table for the KV cache", sizing_mode="stretch_width"),
+            prose("#### The block table: a page table for the KV cache"),
             chooser,
             PageTable(state=s, snapshot_param="paged", title="Paged: pages scattered wherever blocks were free"),
             PageTable(state=s, snapshot_param="contiguous", title="Contiguous: one slab, reserved up front"),
@@ -158,7 +158,7 @@ class RadixNode(NodeView):
             MetricCard(state=s, label="vs NO SHARING", value=fmt.without_sharing,
                        counts="Blocks the live requests would hold if each kept its own copy."),
             MetricCard(state=s, label="SAVED", value=fmt.saved,
-                       counts="Share of those blocks that sharing avoids storing."),
+                       counts="1 − stored ÷ no-sharing. Idle cached blocks count as stored, so releases can push it below 0."),
         )
         prefill = card_row(
             MetricCard(state=s, label="PREFILL COMPUTED", value=lambda m: f"{m.prefill_tokens_computed} tok",

@@ -76,19 +76,20 @@ class PageTable(pn.viewable.Viewer):
         pages, blocks, links = table_data(self._snap, self.state.request)
         self.pages, self.blocks, self.links = (ColumnDataSource(d) for d in (pages, blocks, links))
         n = self._snap.metrics.blocks_total
-        fig = figure(height=150, x_range=(0, n), y_range=(3.2, 0), toolbar_location=None, min_border=4,
+        fig = figure(height=150, x_range=(0, n), y_range=(3.2, -0.45), toolbar_location=None, min_border=4,
                      sizing_mode="stretch_width", title=self.title,
                      tools=[HoverTool(tooltips=[("", "@info")])])
         fig.axis.visible = False
         fig.grid.visible = False
         fig.outline_line_color = None
+        fig.title.text_font_size = "15px"
         fig.segment("x0", "y0", "x1", "y1", source=self.links, line_color="#333333", line_width=1.5)
         fig.rect("x", "y", 0.9, 0.8, source=self.blocks, fill_color="fill", line_color="line")
         fig.rect("x", "y", "w", 0.8, source=self.pages, fill_color="fill", line_color="#333333")
         for src in (self.blocks, self.pages):
             fig.text("x", "y", text="label", source=src, text_align="center", text_baseline="middle",
                      text_font_size="11px", text_color="ink")
-        fig.text([0.1, 0.1], [PAGE_Y - 0.55, BLOCK_Y - 0.6], text=["logical pages", "physical blocks"],
+        fig.text([0.1, 0.1], [PAGE_Y - 0.5, BLOCK_Y - 0.55], text=["logical pages", "physical blocks"],
                  text_font_size="11px", text_color="#555555", text_baseline="bottom")
         self.figure = fig
         self._text = pn.pane.HTML(summary_html(self._snap, self.state.request, self.snapshot_param),

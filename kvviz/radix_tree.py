@@ -80,6 +80,7 @@ class RadixTree(pn.viewable.Viewer):
         fig.axis.visible = False
         fig.grid.visible = False
         fig.outline_line_color = None
+        fig.title.text_font_size = "15px"
         fig.segment("x0", "y0", "x1", "y1", source=self.edges, line_color="#333333", line_width=2)
         box = fig.rect("x", "y", 0.84, 0.78, source=self.nodes, fill_color="fill", line_color="#222222",
                        line_dash="dash", line_width=1.5)
