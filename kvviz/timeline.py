@@ -2,10 +2,14 @@
 
 Stepping back is replaying every operation but the last step from a reset engine: the engine
 is deterministic (same config, seed and requests give the same tokens and the same block ids).
+To keep that fast on long histories, the timeline keeps a few checkpoints (copies of the engine
+after `ops[:n]`, sharing only the read-only model) and replays from the latest one that is a
+prefix of the operations to replay; the result is the same state as a replay from the start.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 from engine import Engine, EngineConfig, Snapshot
@@ -20,11 +24,35 @@ class Op:
     request_id: int = 0
 
 
+CHECKPOINT_EVERY = 32  # operations between checkpoints
+MAX_CHECKPOINTS = 8  # per timeline: at most a few MB of KV each
+
+
 class Timeline:
     def __init__(self, config: EngineConfig):
         self.config = config
         self.engine = Engine(config)
         self.ops: list[Op] = []
+        self._checkpoints: list[tuple[tuple[Op, ...], dict]] = []  # (ops so far, engine state)
+
+    def _engine_state(self) -> dict:
+        """A deep copy of the engine's attributes (the model is shared, never copied)."""
+        return copy.deepcopy(self.engine.__dict__, {id(self.engine.model): self.engine.model})
+
+    def _save_checkpoint(self) -> None:
+        self._checkpoints.append((tuple(self.ops), self._engine_state()))
+        del self._checkpoints[:-MAX_CHECKPOINTS]
+
+    def _restore_longest_prefix(self, ops: list[Op]) -> int:
+        """Put the engine in the state after the longest checkpointed prefix of `ops` (reset if
+        none); drop checkpoints that are not prefixes of `ops`. Returns that prefix's length."""
+        self._checkpoints = [(done, st) for done, st in self._checkpoints if tuple(ops[: len(done)]) == done]
+        if not self._checkpoints:
+            self.engine.reset()
+            return 0
+        done, state = self._checkpoints[-1]
+        self.engine.__dict__.update(copy.deepcopy(state, {id(self.engine.model): self.engine.model}))
+        return len(done)
 
     def _apply(self, op: Op):
         e = self.engine
@@ -40,6 +68,9 @@ class Timeline:
         """Run one operation; it is recorded only if it succeeded (bad input changes nothing)."""
         result = self._apply(op)
         self.ops.append(op)
+        last = len(self._checkpoints[-1][0]) if self._checkpoints else 0
+        if len(self.ops) - last >= CHECKPOINT_EVERY:
+            self._save_checkpoint()
         return result
 
     def add(self, prompt: str, max_new_tokens: int, reserve_blocks: int | None = None) -> int:
@@ -66,9 +97,11 @@ class Timeline:
         return sum(op.kind == "step" for op in self.ops)
 
     def replay(self, ops: list[Op]) -> None:
-        self.engine.reset()
-        self.ops = []
-        for op in ops:
+        """Rebuild the state that `ops` make, as if applied to a fresh engine."""
+        ops = list(ops)
+        start = self._restore_longest_prefix(ops)
+        self.ops = ops[:start]
+        for op in ops[start:]:
             self.apply(op)
 
     def step_back(self) -> bool:
