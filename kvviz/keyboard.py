@@ -53,8 +53,14 @@ export function render({ model }) {
     event.preventDefault();
     model.send_msg({ action, node: nodeInView() });
   };
+  // Space on a focused button would also click it (on keyup): swallow that, outside text boxes.
+  const onKeyUp = (event) => { if (event.key === " " && !isTyping(event)) event.preventDefault(); };
   document.addEventListener("keydown", onKey);
-  model.on("remove", () => document.removeEventListener("keydown", onKey));
+  document.addEventListener("keyup", onKeyUp);
+  model.on("remove", () => {
+    document.removeEventListener("keydown", onKey);
+    document.removeEventListener("keyup", onKeyUp);
+  });
   const el = document.createElement("span");
   el.className = "kv-keyboard";
   el.title = "Keys: space play/pause, right arrow step, left arrow step back, r reset";

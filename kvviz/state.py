@@ -143,9 +143,11 @@ class FragmentationState(NodeState):
 
     @param.depends("reserve", watch=True)
     def _rebuild(self) -> None:
+        freed = self.freed_r2
         self.scenario = fresh(Fragmentation, self.reserve)
-        if self.freed_r2:
-            self.scenario.free_r2()
+        if freed and not self._try(self.scenario.free_r2):
+            why = self.notice.removeprefix("That did not work: ")
+            return self._refresh(f"With {self.reserve}-block slabs there is no R2 to free: {why}", playing=False)
         self._refresh(playing=False)
 
     def free_r2(self) -> None:
@@ -274,17 +276,22 @@ class RadixState(NodeState):
         """Ask the next questions one by one until the pool runs dry: the engine evicts an idle
         cached prefix, refuses or preempts a request. Returns how many were asked."""
         before = self.scenario.snapshot().metrics
-        ops, n = list(self.ops), 0
+        ops, n, why = list(self.ops), 0, f"stopped after {max_requests}: the pool still has room"
         while n < max_requests:
             question = self._next_question(ops)
             if not self._try(self.scenario.ask, question):
+                why = "the engine turned one down"
                 break
             ops.append(("ask", question))
             n += 1
             m = self.scenario.snapshot().metrics
-            if (m.evicted_blocks, m.rejected, m.preempted) != (before.evicted_blocks, before.rejected, before.preempted):
+            if m.evicted_blocks > before.evicted_blocks:
+                why = f"the engine evicted {m.evicted_blocks - before.evicted_blocks} idle cached block(s) to make room"
                 break
-        self._refresh(f"Asked {n} more question{'s' if n != 1 else ''} until the pool ran dry.",
+            if (m.rejected, m.preempted) != (before.rejected, before.preempted):
+                why = "the pool ran dry and a request was refused"
+                break
+        self._refresh(f"Asked {n} more question{'s' if n != 1 else ''}; {why}.",
                       prompt=self._next_question(ops), playing=False)
         return n
 

@@ -296,3 +296,13 @@ def test_rewind_drops_the_students_additions_from_the_link(paging, radix):
     paging.rewind()
     radix.rewind()
     assert paging.added == [] and radix.ops == []
+
+
+def test_free_r2_with_nothing_to_free_is_a_notice_not_an_error():
+    frag = FragmentationState(reserve=1)  # every slab is too short: all three are refused
+    frag.free_r2()
+    assert "already refused" in frag.notice and not frag.freed_r2
+    frag.reserve = 8
+    frag.free_r2()
+    frag.reserve = 1
+    assert "no R2 to free" in frag.notice and not frag.freed_r2
