@@ -10,12 +10,12 @@ lesson's figures; Step / Play / Step back / Rewind let a class watch the same ru
 from __future__ import annotations
 
 import contextlib
-import threading
 
 import param
 
 from engine import Snapshot
 from kvviz import format as fmt
+from kvviz.node_state import NodeState, fresh
 from kvviz.scenarios import (
     RADIX_MORE_QUESTIONS,
     RADIX_QUESTIONS,
@@ -23,105 +23,7 @@ from kvviz.scenarios import (
     Fragmentation,
     Paging,
     Radix,
-    clone,
 )
-
-_PROTOTYPES: dict[tuple, object] = {}
-_PROTOTYPES_LOCK = threading.Lock()
-
-
-def fresh(factory, *args):
-    """A new scenario `factory(*args)`: built once per process, then cloned for each session
-    (same engines, same tokens, same block ids; only the model weights are shared)."""
-    key = (factory, args)
-    with _PROTOTYPES_LOCK:
-        if key not in _PROTOTYPES:
-            _PROTOTYPES[key] = factory(*args)
-        return clone(_PROTOTYPES[key])
-
-
-class NodeState(param.Parameterized):
-    """What every node has: its timelines, a play switch and a notice line."""
-
-    playing = param.Boolean(default=False, doc="True while Play advances the engines")
-    notice = param.String(default="", doc="A friendly message about the last action, or ''")
-    version = param.Integer(default=0, doc="Bumped after every change of the engines")
-
-    key = "node"
-
-    @property
-    def timelines(self):
-        return self.scenario.timelines
-
-    @property
-    def has_work(self) -> bool:
-        return any(t.has_work for t in self.timelines)
-
-    @property
-    def step_count(self) -> int:
-        return max(t.num_steps for t in self.timelines)
-
-    def _refresh(self, notice: str = "", **extra) -> None:
-        """Publish the engines' current snapshots (one batched param update)."""
-        self.param.update({"notice": notice, "version": self.version + 1, **self._snapshots(), **extra})
-
-    def _snapshots(self) -> dict:
-        raise NotImplementedError
-
-    def _try(self, action, *args) -> bool:
-        """Run an engine action; a ValueError or KeyError becomes the notice and changes nothing."""
-        try:
-            action(*args)
-        except (ValueError, KeyError) as e:
-            why = e.args[0] if e.args else type(e).__name__
-            self.param.update(notice=f"That did not work: {why}.")
-            return False
-        return True
-
-    # -- the transport: watching the engine step by step ------------------------------------
-    def step(self) -> bool:
-        """One engine step on every timeline with work; False at idle (says so)."""
-        stepped = [t.step() for t in self.timelines]
-        if not any(stepped):
-            self._refresh("Nothing left to run: every request has finished or was refused.", playing=False)
-            return False
-        self._refresh()
-        return True
-
-    def step_back(self) -> bool:
-        """Back to the state before the last step (replayed deterministically from the start)."""
-        n = self.step_count
-        if n == 0:
-            self._refresh("Already at the start: no step to undo.")
-            return False
-        for t in self.timelines:
-            if t.num_steps == n:
-                t.step_back()
-        self._refresh(playing=False)
-        return True
-
-    def rewind(self) -> None:
-        """Back to before the first step: the requests queued, no token computed yet."""
-        for t in self.timelines:
-            t.rewind()
-        self._refresh("Rewound: the requests are queued and no KV is computed yet. Press Step or Play.",
-                      playing=False)
-
-    def toggle_play(self) -> None:
-        if self.playing:
-            self.playing = False
-            return
-        if not self.has_work:
-            self.rewind()
-        self.playing = True
-
-    def tick(self) -> None:
-        """Called by the play timer: one step, stopping at idle."""
-        if self.playing and not self.step():
-            self.playing = False
-
-    def reset(self) -> None:
-        raise NotImplementedError
 
 
 class FragmentationState(NodeState):
