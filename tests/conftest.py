@@ -26,6 +26,12 @@ def small_config(**overrides) -> EngineConfig:
 
 
 @pytest.fixture
+def make_config():
+    """make_config(**EngineConfig fields) -> small_config(...)."""
+    return small_config
+
+
+@pytest.fixture
 def make_engine():
     """make_engine(**EngineConfig fields) -> an Engine over the small model (see small_config)."""
     return lambda **overrides: Engine(small_config(**overrides))

@@ -50,7 +50,9 @@ def assert_refused_unchanged(engine: Engine, call, exc_type, *words: str) -> Non
 
 @pytest.mark.parametrize("prompt", ["", b""], ids=["str", "bytes"])
 def test_empty_prompt_is_refused(busy_engine, prompt):
-    assert_refused_unchanged(busy_engine, lambda: busy_engine.add_request(prompt, 4), ValueError, "prompt is empty")
+    assert_refused_unchanged(
+        busy_engine, lambda: busy_engine.add_request(prompt, 4), ValueError, "prompt is empty"
+    )
 
 
 def test_prompt_longer_than_the_context_is_refused(busy_engine):
@@ -82,32 +84,48 @@ def test_contiguous_prompt_larger_than_the_pool_is_refused(make_engine):
 
 def test_invalid_utf8_bytes_are_refused(busy_engine):
     assert_refused_unchanged(
-        busy_engine, lambda: busy_engine.add_request(b"ok \xff\xfe", 4), ValueError, "not valid UTF-8", "position 3"
+        busy_engine,
+        lambda: busy_engine.add_request(b"ok \xff\xfe", 4),
+        ValueError,
+        "not valid UTF-8",
+        "position 3",
     )
 
 
 def test_text_with_a_lone_surrogate_is_refused(busy_engine):
     assert_refused_unchanged(
-        busy_engine, lambda: busy_engine.add_request("ab\ud800", 4), ValueError, "not valid Unicode", "position 2"
+        busy_engine,
+        lambda: busy_engine.add_request("ab\ud800", 4),
+        ValueError,
+        "not valid Unicode",
+        "position 2",
     )
 
 
 @pytest.mark.parametrize("prompt", [None, 42, ["a"]], ids=["None", "int", "list"])
 def test_prompt_that_is_not_text_is_refused(busy_engine, prompt):
-    assert_refused_unchanged(busy_engine, lambda: busy_engine.add_request(prompt, 4), TypeError, "must be text")
+    assert_refused_unchanged(
+        busy_engine, lambda: busy_engine.add_request(prompt, 4), TypeError, "must be text"
+    )
 
 
 @pytest.mark.parametrize("max_new", [0, -3, 2.5, "4", None, True], ids=repr)
 def test_max_new_tokens_that_is_not_a_positive_whole_number_is_refused(busy_engine, max_new):
     assert_refused_unchanged(
-        busy_engine, lambda: busy_engine.add_request("hi", max_new), ValueError, "max_new_tokens", repr(max_new)
+        busy_engine,
+        lambda: busy_engine.add_request("hi", max_new),
+        ValueError,
+        "max_new_tokens",
+        repr(max_new),
     )
 
 
 @pytest.mark.parametrize("reserve", [0, -1, 1.5, True], ids=repr)
 def test_reserve_blocks_that_is_not_a_positive_whole_number_is_refused(make_engine, reserve):
     engine = make_engine(policy="contiguous", block_size=4, num_blocks=8)
-    assert_refused_unchanged(engine, lambda: engine.add_request("hi", 2, reserve), ValueError, "reserve_blocks")
+    assert_refused_unchanged(
+        engine, lambda: engine.add_request("hi", 2, reserve), ValueError, "reserve_blocks"
+    )
 
 
 def test_refused_input_does_not_use_up_a_request_id(busy_engine):
@@ -119,17 +137,25 @@ def test_refused_input_does_not_use_up_a_request_id(busy_engine):
 @pytest.mark.parametrize("request_id", [999, 0, "2", None, 2.0], ids=repr)
 def test_releasing_an_unknown_id_is_refused(busy_engine, request_id):
     assert_refused_unchanged(
-        busy_engine, lambda: busy_engine.release(request_id), KeyError, "no request with id", "known ids: 1, 2, 3, 4"
+        busy_engine,
+        lambda: busy_engine.release(request_id),
+        KeyError,
+        "no request with id",
+        "known ids: 1, 2, 3, 4",
     )
 
 
 def test_releasing_by_a_bool_is_not_taken_for_request_one(busy_engine):
-    assert_refused_unchanged(busy_engine, lambda: busy_engine.release(True), KeyError, "no request with id True")
+    assert_refused_unchanged(
+        busy_engine, lambda: busy_engine.release(True), KeyError, "no request with id True"
+    )
 
 
 def test_releasing_twice_is_refused(busy_engine):
     busy_engine.release(2)
-    assert_refused_unchanged(busy_engine, lambda: busy_engine.release(2), ValueError, "R2", "already released")
+    assert_refused_unchanged(
+        busy_engine, lambda: busy_engine.release(2), ValueError, "R2", "already released"
+    )
 
 
 def test_releasing_a_refused_request_is_refused(make_engine):
@@ -142,7 +168,9 @@ def test_releasing_a_refused_request_is_refused(make_engine):
 
 
 def test_engine_config_from_dict_rejects_unknown_keys():
-    with pytest.raises(TypeError, match=r"EngineConfig has no field\(s\) \['num_block'\]; known fields: .*num_blocks"):
+    with pytest.raises(
+        TypeError, match=r"EngineConfig has no field\(s\) \['num_block'\]; known fields: .*num_blocks"
+    ):
         EngineConfig.from_dict({"num_block": 8})
 
 

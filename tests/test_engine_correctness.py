@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import small_config
 
 from engine import Engine, EngineConfig
 from engine.request import Status
@@ -52,29 +51,31 @@ def run_all(engine: Engine, prompts, max_new_tokens: int) -> list[int]:
 
 
 @pytest.mark.parametrize("block_size", [1, 4, 16])
-def test_paged_engine_generates_the_no_cache_greedy_tokens(block_size):
-    engine = Engine(small_config(block_size=block_size, num_blocks=64 * 16 // block_size))
+def test_paged_engine_generates_the_no_cache_greedy_tokens(make_engine, block_size):
+    engine = make_engine(block_size=block_size, num_blocks=64 * 16 // block_size)
     ids = run_all(engine, PROMPTS, max_new_tokens=12)
     assert_outputs_match_reference(engine, ids)
 
 
 @pytest.mark.parametrize("block_size", [1, 4, 16])
-def test_contiguous_engine_generates_the_no_cache_greedy_tokens(block_size):
+def test_contiguous_engine_generates_the_no_cache_greedy_tokens(make_engine, block_size):
     reserve = -(-(33 + 12) // block_size)  # room for the longest prompt and all its new tokens
-    engine = Engine(
-        small_config(policy="contiguous", block_size=block_size, reserve_blocks=reserve, num_blocks=5 * reserve)
+    engine = make_engine(
+        policy="contiguous", block_size=block_size, reserve_blocks=reserve, num_blocks=5 * reserve
     )
     ids = run_all(engine, PROMPTS, max_new_tokens=12)
     assert_outputs_match_reference(engine, ids)
 
 
 @pytest.mark.parametrize("block_size", [4, 16])
-def test_shared_prefix_ending_mid_block_gives_the_no_cache_greedy_tokens(block_size):
+def test_shared_prefix_ending_mid_block_gives_the_no_cache_greedy_tokens(make_engine, block_size):
     prefix = "System: answer in one line, please. "  # 36 bytes: ends mid-block for 16, and for 4 below
     prefix = prefix[:-1] if len(prefix.encode()) % block_size == 0 else prefix
     assert len(prefix.encode()) % block_size != 0
-    engine = Engine(small_config(block_size=block_size, num_blocks=64, prefix_sharing=True))
-    ids = run_all(engine, [prefix + q for q in ("Explain pages.", "Why cache?", "How big?")], max_new_tokens=10)
+    engine = make_engine(block_size=block_size, num_blocks=64, prefix_sharing=True)
+    ids = run_all(
+        engine, [prefix + q for q in ("Explain pages.", "Why cache?", "How big?")], max_new_tokens=10
+    )
     assert_outputs_match_reference(engine, ids)
     shared = len(prefix.encode()) // block_size * block_size
     assert [engine.requests[i].num_prefix_hit for i in ids] == [0, shared, shared]
@@ -142,8 +143,12 @@ def test_prefill_and_decode_logits_match_no_cache_forward(make_engine):
         (rid,) = run_all(engine, [prefix + suffix], max_new_tokens=10)
         req = engine.requests[rid]
         full = recorder.model.forward_full(req.all_ids[:-1])  # (T, vocab): logits at every position
-        assert [pos for pos, _ in recorder.calls] == [[p] for p in range(len(req.prompt_ids) - 1, req.num_tokens - 1)]
+        assert [pos for pos, _ in recorder.calls] == [
+            [p] for p in range(len(req.prompt_ids) - 1, req.num_tokens - 1)
+        ]
         for (pos,), logits in recorder.calls:
             worst = (logits[0] - full[pos]).abs().max().item()
-            assert torch.allclose(logits[0], full[pos], atol=LOGITS_ATOL, rtol=LOGITS_RTOL), f"pos {pos}: {worst}"
+            assert torch.allclose(logits[0], full[pos], atol=LOGITS_ATOL, rtol=LOGITS_RTOL), (
+                f"pos {pos}: {worst}"
+            )
     assert engine.requests[rid].num_prefix_hit > 0

@@ -164,7 +164,9 @@ def test_reusing_cached_pages_logs_block_shared(make_engine, drain):
 
 
 def test_refusal_logs_request_refused(make_engine):
-    engine = make_engine(policy="contiguous", block_size=4, num_blocks=8, reserve_blocks=6, admission="refuse")
+    engine = make_engine(
+        policy="contiguous", block_size=4, num_blocks=8, reserve_blocks=6, admission="refuse"
+    )
     engine.add_request("one", max_new_tokens=1)
     engine.add_request("two", max_new_tokens=1)
     engine.step()

@@ -45,14 +45,24 @@ class EngineMachine(RuleBasedStateMachine):
     def make_engine(self, admission, num_blocks, block_size, reserve_blocks):
         self.engine = Engine(
             EngineConfig(
-                num_blocks=num_blocks, block_size=block_size, policy=self.policy,
-                prefix_sharing=self.prefix_sharing, admission=admission, reserve_blocks=reserve_blocks,
-                backend="torch", device="cpu", model=TINY_MODEL,
+                num_blocks=num_blocks,
+                block_size=block_size,
+                policy=self.policy,
+                prefix_sharing=self.prefix_sharing,
+                admission=admission,
+                reserve_blocks=reserve_blocks,
+                backend="torch",
+                device="cpu",
+                model=TINY_MODEL,
             )
         )
 
     # -- operations -------------------------------------------------------------------------
-    @rule(requests=st.lists(st.tuples(PROMPTS, st.integers(1, 16), st.none() | st.integers(1, 5)), min_size=1, max_size=3))
+    @rule(
+        requests=st.lists(
+            st.tuples(PROMPTS, st.integers(1, 16), st.none() | st.integers(1, 5)), min_size=1, max_size=3
+        )
+    )
     def add(self, requests):
         for prompt, max_new, reserve in requests:
             before = self._state()

@@ -166,7 +166,9 @@ def test_refusal_preemption_and_eviction_events_each_carry_a_reason(make_engine,
         by_kind.setdefault(e.kind, []).append(e.reason)
     assert by_kind["request_refused"] and by_kind["request_preempted"] and by_kind["block_evicted"]
     assert all("needs" in r and "free" in r for r in by_kind["request_refused"])
-    assert all(r.startswith("preempted: the pool had no free block for R") for r in by_kind["request_preempted"])
+    assert all(
+        r.startswith("preempted: the pool had no free block for R") for r in by_kind["request_preempted"]
+    )
     assert all("least recently used" in r for r in by_kind["block_evicted"])
 
 

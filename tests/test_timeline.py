@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from conftest import small_config
 
 from kvviz.timeline import Op, Timeline
 
 
 @pytest.fixture
-def timeline() -> Timeline:
+def timeline(make_config) -> Timeline:
     """A tight shared-prefix pool (8 blocks of 4 tokens): preemption and eviction happen."""
-    return Timeline(small_config(block_size=4, num_blocks=8, prefix_sharing=True))
+    return Timeline(make_config(block_size=4, num_blocks=8, prefix_sharing=True))
 
 
 def test_step_back_reproduces_the_snapshot_before_the_last_step(timeline, comparable):
