@@ -1,10 +1,12 @@
 """The served lesson in headless Chromium: it loads cleanly and shows the lesson's figures.
 
-Metric values are read through the selectors documented in kvviz/metric_card.py.
+Metric values are read through the selectors documented in kvviz/metric_card.py. Set
+KVVIZ_SCREENSHOT=/path/to.png to save a picture of the loaded lesson (1400×2000).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -34,6 +36,10 @@ def test_full_page_loads_with_the_default_figures_and_no_errors(page, lesson_url
     page.wait_for_timeout(500)
     assert "Traceback" not in page.content()
     assert page.kv_errors == []
+    if shot := os.environ.get("KVVIZ_SCREENSHOT"):  # e.g. the README's picture
+        page.set_viewport_size({"width": 1400, "height": 2000})
+        page.wait_for_timeout(800)
+        page.screenshot(path=shot)
 
 
 def test_free_r2_strands_its_blocks_in_a_gap(page, lesson_url):
