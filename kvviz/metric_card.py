@@ -16,6 +16,22 @@ Each card also carries `data-node` (fragmentation | paging | radix) so a full-pa
 two nodes' cards apart, e.g. `.kv-metric[data-node="radix"][data-label="SAVED"] .kv-value`.
 Node 03's prefill figures use the same markup with labels PREFILL COMPUTED, PREFIX REUSED and
 PREFILL TIME.
+
+Other stable hooks:
+    .kv-step[data-node="paging"]            "step 18 · idle" (the transport's counter)
+    .kv-notice                              the node's last notice (friendly errors, refusals)
+    .kv-requests[data-pool="paged"] tr[data-request="R5"] .kv-text   a request's text so far
+    .kv-why                                 why requests were refused/preempted (engine reasons)
+    .kv-events li[data-kind="block_evicted"]  node 03's evictions
+    .kv-url-notice                          problems with the link's parameters
+    .kv-badge                               "engine: torch · CPU"
+    .kv-sharing input                       the Prefix sharing checkbox
+    .kv-keyboard                            present once the shortcut listener is installed
+    .kv-nav a[data-node="radix"]            the numbered navigation
+    .kv-feedback[data-check="naive_rejects"]  a self-check's verdict
+    .kv-pagetable-text[data-pool="paged"]   "R1 in the paged pool: page 0 → block 0, …"
+Buttons are found by role and name: Free R2, Reset, Add request, Release oldest, Fill the pool,
+⟲ Rewind, ◀ Step back, Step ▶, ▶ Play / ⏸ Pause, Check.
 """
 
 from __future__ import annotations
