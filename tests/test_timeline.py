@@ -26,6 +26,38 @@ def test_step_back_reproduces_the_snapshot_before_the_last_step(timeline, compar
         assert comparable(timeline.snapshot()) == expected
 
 
+def grow_history(timeline: Timeline, num_ops: int, comparable) -> list[tuple]:
+    """Add a request every 4 steps, release requests as they finish, step; until `num_ops`
+    operations are recorded. Returns (snapshot before, snapshot after) of each step."""
+    prompts = ("Page one", "Page two", "Page six", "Page ten")
+    steps = []
+    while len(timeline.ops) < num_ops:
+        for r in timeline.snapshot().requests:
+            if r.status == "finished":
+                timeline.release(r.request_id)
+        if len(steps) % 4 == 0:
+            timeline.add(prompts[len(steps) // 4 % len(prompts)], 10)
+        before = comparable(timeline.snapshot())
+        timeline.step()
+        steps.append((before, comparable(timeline.snapshot())))
+    m = timeline.snapshot().metrics
+    assert m.preempted > 0 and m.evicted_blocks > 0 and m.decode_tokens > 0
+    return steps
+
+
+def test_step_back_through_a_long_history_and_forward_again_is_exact(timeline, comparable):
+    """80+ operations: long enough for any replay shortcut (checkpoints) to be used. Each state
+    is reached again exactly, going back, coming forward again, and going back again."""
+    steps = grow_history(timeline, 80, comparable)
+    for before, after in steps[::-1][:12]:
+        assert timeline.step_back()
+        assert comparable(timeline.snapshot()) == before
+        timeline.step()
+        assert comparable(timeline.snapshot()) == after
+        assert timeline.step_back()
+        assert comparable(timeline.snapshot()) == before
+
+
 def test_step_back_replays_releases(timeline, comparable):
     first = timeline.add("abcdefgh one", 2)
     timeline.run_until_idle()
@@ -90,9 +122,7 @@ def test_step_when_idle_records_nothing(timeline):
 
 
 def test_replaying_the_recorded_ops_elsewhere_gives_the_same_state(timeline, comparable):
-    for prompt in ("Page one", "Page two", "Page six"):
-        timeline.add(prompt, 20)
-    timeline.run_until_idle()
+    grow_history(timeline, 60, comparable)
     copy = Timeline(timeline.config)
     copy.replay(list(timeline.ops))
     assert comparable(copy.snapshot()) == comparable(timeline.snapshot())
