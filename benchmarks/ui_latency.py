@@ -1,0 +1,507 @@
+"""How long a student waits: from a click or key in the browser to the new metric text on screen.
+
+    python -m benchmarks.ui_latency [--interactions N | --quick] [--json PATH]
+
+Serves app.py with `panel serve` on a free port, opens each live node on its embed route
+(/app?node=fragmentation, paging, radix) in headless Chromium (/usr/bin/chromium, or
+$KVVIZ_CHROMIUM) and drives it as a student would, N interactions per node (default 50,
+--quick 10), each after WARMUP_INTERACTIONS that are not counted:
+
+    fragmentation  cycle: "Reserved length" slider +1 (ArrowUp on its handle), "Free R2",
+                   slider -1 (ArrowDown), "Reset"
+    paging         "Add request" (the prompt box holds the next prompt of the stream), and
+                   "Reset" after PAGING_ADDS_PER_RESET adds, a classroom-sized session
+    radix          "Prefix sharing" on, off, on, ...
+
+A disabled widget is skipped; an action that would change no metric card (e.g. a full pool)
+becomes "Reset" (see `plan`).
+
+Two figures per interaction:
+
+latency (p50_ms, p95_ms): measured in the page. Just before the action a capture listener on
+    `window` notes performance.now() at the action's `click` or `keydown` event (before any
+    handler of the app runs); MutationObservers on the node's three metric cards (plus a check
+    every animation frame) see the last of their `.kv-value` texts become the expected text,
+    and the time is taken in the next animation frame, the one that paints it (`dom_*`: at the
+    DOM change). The expected texts come from the mirror below and the texts before the action
+    are checked too, so a partial or wrong update is never counted as done.
+server-side share (server_ms_*): the Python work alone, timed in this process, not in the server.
+    A mirror of the served page (the same `Lesson` and node page as app.py builds, rendered into
+    a Bokeh Document) gets the same actions through its widgets (`clicks += 1`, slider `value`,
+    checkbox `value`); each is timed from the widget change until every watcher has run: the
+    state method, the engine, the snapshot, and the Panel panes and Bokeh models updated in
+    place. Not included: serialising the changes, the websocket, the URL sync, the browser.
+    The mirror runs before the server starts, so the two never compete for the CPUs.
+
+The machine is shared: the load average before and after the run is in the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import datetime
+import html
+import math
+import os
+import platform
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import panel as pn
+from bokeh.document import Document
+
+from benchmarks.common import NUM_THREADS, format_table, set_threads, write_json
+from kvviz.lesson import Lesson
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("KVVIZ_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+TARGET_P95_MS = 150.0  # issue 3, item 12: on-screen p95 on this machine, 50 interactions per node
+DEFAULT_INTERACTIONS, QUICK_INTERACTIONS = 50, 10
+WARMUP_INTERACTIONS = 2  # per node, first in the cycle, done in both phases but not counted
+PAGING_ADDS_PER_RESET = 9
+PAUSE_S = 0.2  # between interactions, as a person would: the previous update has settled
+SERVER_START_S, PAGE_TIMEOUT_S, UPDATE_TIMEOUT_S, ENABLED_TIMEOUT_S = 120, 90, 60, 5
+
+
+@dataclass(frozen=True)
+class Action:
+    """A widget, found by (part of) its label as in DESIGN.md; a key pressed on it, else a click."""
+
+    widget: str
+    key: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.widget} {SLIDER_KEYS[self.key][0]}" if self.key else self.widget
+
+
+SLIDER_KEYS = {"ArrowUp": ("+1", 1), "ArrowDown": ("-1", -1)}  # not → / ←: those are also shortcuts
+RESET = Action("Reset")
+NODES = {  # node -> (its metric cards, in order; the cycle of actions)
+    "fragmentation": (("IN USE", "RESERVED · EMPTY", "LARGEST GAP"),
+                      (Action("Reserved length", "ArrowUp"), Action("Free R2"),
+                       Action("Reserved length", "ArrowDown"), RESET)),
+    "paging": (("CONTIGUOUS", "PAGED", "NAIVE REJECTS"),
+               (Action("Add request"),) * PAGING_ADDS_PER_RESET + (RESET,)),
+    "radix": (("BLOCKS STORED", "vs NO SHARING", "SAVED"), (Action("Prefix sharing"),)),
+}
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """One planned action and what it must put on screen: the node's cards go from the texts
+    `before` to `after` (label -> text; at least one differs)."""
+
+    action: Action
+    role: str  # the widget's ARIA role in the browser: button | slider | checkbox
+    before: dict[str, str]
+    after: dict[str, str]
+    server_ms: float
+
+    @property
+    def changed(self) -> list[str]:
+        return [label for label in self.after if self.after[label] != self.before[label]]
+
+
+# -- the mirror: the served page's Python side, in this process ------------------------------
+class Mirror:
+    """The node page app.py serves for `/app?node=<node>`, rendered into a Bokeh Document."""
+
+    def __init__(self, node: str):
+        self.node = node
+        self.page = Lesson({"node": [node.encode()]}).node_page(node)
+        self.page.get_root(Document())  # so that updates reach Bokeh models, as in a session
+
+    def cards(self) -> dict[str, str]:
+        """label -> value text of every metric card (the markup of kvviz/metric_card.py)."""
+        out = {}
+        for pane in self.page.select(pn.pane.HTML):
+            for label, value in re.findall(r'data-label="([^"]*)"[^>]*>.*?class="kv-value">([^<]*)<',
+                                           str(pane.object), flags=re.S):
+                out[html.unescape(label)] = html.unescape(value)
+        return out
+
+    def widget(self, action: Action):
+        kinds = (pn.widgets.IntSlider,) if action.key else (pn.widgets.Button, pn.widgets.Checkbox)
+        found = [w for w in self.page.select(pn.widgets.Widget)
+                 if isinstance(w, kinds) and action.widget.lower() in (getattr(w, "label", None) or w.name or "").lower()]
+        if len(found) != 1:
+            raise LookupError(f"node {self.node}: {len(found)} widgets labelled {action.widget!r}")
+        return found[0]
+
+    def act(self, action: Action) -> tuple[str, float]:
+        """Do `action` through its widget, as the browser's message would; (role, seconds)."""
+        w = self.widget(action)
+        start = time.perf_counter()
+        if action.key:
+            lo, hi = w.start, w.end
+            w.value = min(hi, max(lo, w.value + SLIDER_KEYS[action.key][1]))
+            role = "slider"
+        elif isinstance(w, pn.widgets.Checkbox):
+            w.value = not w.value
+            role = "checkbox"
+        else:
+            w.clicks += 1
+            role = "button"
+        return role, time.perf_counter() - start
+
+
+def plan(node: str, count: int) -> tuple[dict[str, str], list[Interaction]]:
+    """The node's first cards and `count` interactions, each done and timed on a mirror.
+
+    Going round the node's cycle: an action whose widget is disabled is skipped, as a person
+    cannot press it; one that changes no card is replaced by Reset (e.g. a full pool); a Reset
+    that changes no card (the state is already the starting point) is skipped. Every planned
+    step names the text its card shows before it, which the browser checks: a mirror that went
+    out of step with the server fails loudly instead of measuring the wrong update.
+    """
+    labels, cycle = NODES[node]
+    mirror = Mirror(node)
+
+    def node_cards() -> dict[str, str]:
+        cards = mirror.cards()
+        missing = [label for label in labels if label not in cards]
+        if missing:
+            raise LookupError(f"node {node}: no metric card {missing}; cards are {sorted(cards)}")
+        return {label: cards[label] for label in labels}
+
+    initial = cards = node_cards()
+    out, position, idle = [], 0, 0
+    while len(out) < count:
+        if idle > 2 * len(cycle):
+            raise RuntimeError(f"node {node}: no action of {[a.name for a in cycle]} changes a card {labels}")
+        action = cycle[position % len(cycle)]
+        position += 1
+        if mirror.widget(action).disabled:
+            idle += 1
+            continue
+        role, seconds = mirror.act(action)
+        after = node_cards()
+        if after == cards and action != RESET:
+            action = RESET  # the server gets Reset instead of this action
+            role, seconds = mirror.act(action)
+            after = node_cards()
+        if after == cards:
+            idle += 1
+            continue
+        idle = 0
+        out.append(Interaction(action, role, cards, after, 1000 * seconds))
+        cards = after
+    return initial, out
+
+
+# -- the served app and the browser ------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`panel serve app.py` on a free port (the flags of tests/ui's fixture), stopped on exit."""
+
+    def __enter__(self) -> Server:
+        port = _free_port()
+        cmd = [sys.executable, "-m", "panel", "serve", "app.py", "--port", str(port),
+               "--address", "127.0.0.1", "--allow-websocket-origin", f"localhost:{port}",
+               "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1"]
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="kvviz-serve-", suffix=".log", delete=False)  # noqa: SIM115
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+        self.url = f"http://localhost:{port}/app"
+        try:
+            self._wait_until_up()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _wait_until_up(self) -> None:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            try:
+                with urllib.request.urlopen(self.url, timeout=30) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"panel serve did not start; see {self.log.name}:\n{self.log_tail()}")
+            time.sleep(0.5)
+
+    def log_tail(self, num_chars: int = 3000) -> str:
+        return Path(self.log.name).read_text(errors="replace")[-num_chars:]
+
+    def __exit__(self, *_exc) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+# Arms one measurement of the cards [{sel, before, expected}]: checks that each shows `before`,
+# then window.__kvLatency resolves to {t0, tDom, tFrame, seen} once all show `expected`, or {error}.
+ARM_JS = """
+({cards, timeoutMs}) => {
+  const deep = (root, sel) => {
+    const hit = root.querySelector(sel);
+    if (hit) return hit;
+    for (const el of root.querySelectorAll("*")) {
+      if (el.shadowRoot) { const h = deep(el.shadowRoot, sel); if (h) return h; }
+    }
+    return null;
+  };
+  const found = cards.map((c) => deep(document, c.sel));
+  for (const [k, c] of cards.entries()) {
+    if (!found[k]) return `no element ${c.sel}`;
+    if (found[k].textContent !== c.before) {
+      return `${c.sel}: expected ${JSON.stringify(c.before)} before the action, found ${JSON.stringify(found[k].textContent)}`;
+    }
+  }
+  const scopes = found.map((el) => el.getRootNode());  // each card is its own pane's shadow root
+  const texts = () => cards.map((c, k) => {
+    if (scopes[k].host && !scopes[k].host.isConnected) {
+      const el = deep(document, c.sel);
+      if (el) scopes[k] = el.getRootNode();
+    }
+    const el = scopes[k].querySelector(c.sel);
+    return el ? el.textContent : null;
+  });
+  let t0 = null, tDom = null, done = false;
+  const seen = [cards.map((c) => c.before).join(" | ")];
+  const start = () => { if (t0 === null) t0 = performance.now(); };
+  window.addEventListener("click", start, {capture: true});
+  window.addEventListener("keydown", start, {capture: true});
+  window.__kvLatency = new Promise((resolve) => {
+    const observers = [];
+    const finish = (result) => {
+      if (done) return;
+      done = true;
+      observers.forEach((o) => o.disconnect());
+      clearTimeout(timer);
+      window.removeEventListener("click", start, {capture: true});
+      window.removeEventListener("keydown", start, {capture: true});
+      resolve({...result, seen});
+    };
+    const check = () => {
+      if (done || tDom !== null) return;
+      const now = texts();
+      if (now.join(" | ") !== seen[seen.length - 1]) seen.push(now.join(" | "));
+      if (!now.every((text, k) => text === cards[k].expected)) return;
+      if (t0 === null) { finish({error: "the cards changed before the action"}); return; }
+      tDom = performance.now();
+      requestAnimationFrame(() => finish({t0, tDom, tFrame: performance.now()}));
+    };
+    for (const scope of new Set(scopes)) {
+      const o = new MutationObserver(check);
+      o.observe(scope, {subtree: true, childList: true, characterData: true});
+      observers.push(o);
+    }
+    const poll = () => { if (!done) { check(); requestAnimationFrame(poll); } };
+    requestAnimationFrame(poll);
+    const timer = setTimeout(() => finish({error: "timeout", t0}), timeoutMs);
+  });
+  return null;
+}
+"""
+
+
+def metric_selector(node: str, label: str) -> str:
+    return f'.kv-metric[data-node="{node}"][data-label="{label}"] .kv-value'
+
+
+def target(page, action: Action, role: str):
+    """The widget in the page: buttons by accessible name; sliders and checkboxes (which Bokeh
+    leaves without one) by the widget whose text holds the label."""
+    if role == "button":
+        found = page.get_by_role("button", name=action.widget)
+    else:
+        kind = {"slider": "Slider", "checkbox": "Checkbox"}[role]
+        found = page.locator(f".bk-{kind}").filter(has_text=action.widget).get_by_role(role)
+    if found.count() != 1:
+        raise LookupError(f"{found.count()} {role}s labelled {action.widget!r} in the page")
+    return found
+
+
+def measure(page, node: str, step: Interaction) -> dict:
+    """Do `step` in the page; its times in ms: 'frame' (to the painted frame) and 'dom'."""
+    cards = [{"sel": metric_selector(node, label), "before": step.before[label], "expected": text}
+             for label, text in step.after.items()]
+    error = page.evaluate(ARM_JS, {"cards": cards, "timeoutMs": UPDATE_TIMEOUT_S * 1000})
+    if error:
+        raise RuntimeError(f"node {node}, {step.action.name}: {error}")
+    widget = target(page, step.action, step.role)
+    deadline = time.monotonic() + ENABLED_TIMEOUT_S
+    while not widget.is_enabled():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"node {node}: {step.action.name!r} is disabled in the page but not in the mirror")
+        time.sleep(0.05)
+    if step.action.key:
+        widget.press(step.action.key)
+    else:
+        widget.click()
+    r = page.evaluate("() => window.__kvLatency")
+    if "error" in r:
+        raise RuntimeError(f"node {node}, {step.action.name}: {r['error']}; expected "
+                           f"{' | '.join(step.after.values())!r}, saw {r['seen']}")
+    return {"frame": r["tFrame"] - r["t0"], "dom": r["tDom"] - r["t0"]}
+
+
+def drive(url: str, plans: dict, warmup: int) -> tuple[dict[str, list[dict]], list[str], str]:
+    """Every node's planned interactions in headless Chromium; (times per node, console errors,
+    browser version). The first `warmup` of each node are done but not returned."""
+    from playwright.sync_api import sync_playwright  # a test requirement: imported only when used
+
+    times, errors = {}, []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for node, (initial, steps) in plans.items():
+                page = browser.new_page()
+                page.set_default_timeout(PAGE_TIMEOUT_S * 1000)
+                page.on("console", lambda m, n=node: errors.append(f"{n}: {m.text}") if m.type == "error" else None)
+                page.on("pageerror", lambda e, n=node: errors.append(f"{n}: {e}"))
+                page.goto(f"{url}?node={node}")
+                for label, text in initial.items():
+                    page.locator(metric_selector(node, label)).filter(has_text=text).wait_for()
+                results = []
+                for step in steps:
+                    time.sleep(PAUSE_S)
+                    results.append(measure(page, node, step))
+                times[node] = results[warmup:]
+                page.close()
+            return times, errors, browser.version
+        finally:
+            browser.close()
+
+
+# -- statistics and report -------------------------------------------------------------------
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100), linear between closest ranks (numpy's default)."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("no values")
+    k = (len(xs) - 1) * q / 100
+    lo, hi = math.floor(k), math.ceil(k)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def summary(frames: list[float], doms: list[float], server: list[float]) -> dict:
+    return {
+        "p50_ms": percentile(frames, 50), "p95_ms": percentile(frames, 95), "max_ms": max(frames),
+        "n": len(frames),
+        "dom_p50_ms": percentile(doms, 50), "dom_p95_ms": percentile(doms, 95),
+        "server_ms_p50": percentile(server, 50), "server_ms_p95": percentile(server, 95),
+    }
+
+
+def machine(load_before: tuple, load_after: tuple, browser_version: str) -> dict:
+    return {
+        "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(), "python": platform.python_version(), "chromium": browser_version,
+        "load_avg_1_5_15_before": [round(x, 2) for x in load_before],
+        "load_avg_1_5_15_after": [round(x, 2) for x in load_after],
+    }
+
+
+def report(results: dict, interactions: int) -> str:
+    cols = ["p50_ms", "p95_ms", "max_ms", "n", "server_ms_p50", "server_ms_p95"]
+    rows = [[node, *(s[c] for c in cols)] for node, s in results["nodes"].items()]
+    rows.append(["overall", *(results["overall"][c] for c in cols)])
+    table = format_table(["node", "p50 ms", "p95 ms", "max ms", "n", "server p50 ms", "server p95 ms"], rows)
+    act_rows = [[f"{node} · {name}", s["n"], s["p50_ms"], s["p95_ms"], s["server_ms_p50"]]
+                for node, ns in results["nodes"].items() for name, s in ns["by_action"].items()]
+    actions = format_table(["action", "n", "p50 ms", "p95 ms", "server p50 ms"], act_rows)
+    m, o = results["machine"], results["overall"]
+    met = "met" if o["target_met"] else "NOT met"
+    note = "" if interactions == DEFAULT_INTERACTIONS else f" (set for {DEFAULT_INTERACTIONS} per node)"
+    return "\n".join([
+        table, "", actions, "",
+        "latency: in the page, from the click/keydown event to the frame showing the new metric text; "
+        "server: the Python handlers alone, timed in-process (mirror), the server-side share",
+        f"target p95 <= {TARGET_P95_MS:.0f} ms{note}: {met} (overall p95 {o['p95_ms']:.1f} ms)",
+        f"machine: {m['cpu_count']} CPUs, load average {m['load_avg_1_5_15_before']} before, "
+        f"{m['load_avg_1_5_15_after']} after; Chromium {m['chromium']}; {results['date']}",
+    ])
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--interactions", type=int, metavar="N",
+                   help=f"interactions measured per node (default {DEFAULT_INTERACTIONS}; --quick: {QUICK_INTERACTIONS})")
+    p.add_argument("--quick", action="store_true", help=f"{QUICK_INTERACTIONS} interactions per node")
+    p.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
+    args = p.parse_args(argv)
+    if args.interactions is None:
+        args.interactions = QUICK_INTERACTIONS if args.quick else DEFAULT_INTERACTIONS
+    if args.interactions < 1:
+        p.error("--interactions must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    set_threads(NUM_THREADS)  # as app.py does for the server
+    load_before = os.getloadavg()
+    count = WARMUP_INTERACTIONS + args.interactions
+    plans = {node: plan(node, count) for node in NODES}
+    with Server() as server:
+        # Playwright's sync API refuses a thread with a running asyncio loop (pytest-playwright's,
+        # a notebook's): it gets a thread of its own.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            run = pool.submit(drive, server.url, plans, WARMUP_INTERACTIONS)
+        try:
+            times, errors, version = run.result()
+        except Exception as e:
+            raise RuntimeError(f"{e}\n--- panel serve log (tail) ---\n{server.log_tail()}") from e
+
+    nodes, all_frames, all_doms, all_server = {}, [], [], []
+    for node, (_initial, steps) in plans.items():
+        steps = steps[WARMUP_INTERACTIONS:]
+        frames, doms = [t["frame"] for t in times[node]], [t["dom"] for t in times[node]]
+        server_ms = [s.server_ms for s in steps]
+        nodes[node] = summary(frames, doms, server_ms)
+        by_action: dict[str, list[int]] = {}
+        for i, s in enumerate(steps):
+            by_action.setdefault(s.action.name, []).append(i)
+        nodes[node]["by_action"] = {
+            name: summary([frames[i] for i in ix], [doms[i] for i in ix], [server_ms[i] for i in ix])
+            for name, ix in by_action.items()}
+        all_frames += frames
+        all_doms += doms
+        all_server += server_ms
+    overall = summary(all_frames, all_doms, all_server)
+    overall.update(target_p95_ms=TARGET_P95_MS, target_met=overall["p95_ms"] <= TARGET_P95_MS)
+    results = {
+        "nodes": nodes, "overall": overall,
+        "machine": machine(load_before, os.getloadavg(), version),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "interactions_per_node": args.interactions, "warmup_per_node": WARMUP_INTERACTIONS,
+        "pause_between_s": PAUSE_S, "console_errors": errors,
+    }
+    print(report(results, args.interactions))
+    if errors:
+        common = ", ".join(f"{n}x {text!r}" for text, n in collections.Counter(errors).most_common(3))
+        print(f"console errors in the page: {len(errors)} ({common})")
+    if args.json:
+        write_json(args.json, results)
+    return results
+
+
+if __name__ == "__main__":
+    main()
