@@ -20,7 +20,10 @@ class BlockPool:
         self.ref_count = [0] * num_blocks
         self.tokens: list[list[int]] = [[] for _ in range(num_blocks)]  # token ids whose KV the block stores
         self.page_index = [-1] * num_blocks  # logical page the block holds in its owners' block tables
-        self._free_heap = list(range(num_blocks))  # lowest id first: allocation is deterministic
+        # Lowest id first, so allocation is deterministic. Lazy: a block taken by take_run stays in
+        # the heap (skipped when popped); _in_heap keeps each block in it at most once.
+        self._free_heap = list(range(num_blocks))
+        self._in_heap = set(self._free_heap)
         self._num_free = num_blocks
 
     # -- queries ---------------------------------------------------------------------------
@@ -48,6 +51,7 @@ class BlockPool:
         """Take the lowest-numbered free block for one holder. The caller checked num_free > 0."""
         while True:
             block = heapq.heappop(self._free_heap)
+            self._in_heap.discard(block)
             if self.ref_count[block] == 0:  # skip stale entries left by take_run
                 break
         self._hold_new(block, page_index)
@@ -76,7 +80,9 @@ class BlockPool:
             if self.ref_count[b] == 0:
                 self.tokens[b] = []
                 self.page_index[b] = -1
-                heapq.heappush(self._free_heap, b)
+                if b not in self._in_heap:
+                    heapq.heappush(self._free_heap, b)
+                    self._in_heap.add(b)
                 self._num_free += 1
                 freed.append(b)
         if freed:
@@ -95,7 +101,8 @@ class BlockPool:
         free = [b for b in range(self.num_blocks) if self.ref_count[b] == 0]
         assert all(r >= 0 for r in self.ref_count), "negative ref count"
         assert len(free) == self._num_free, f"num_free {self._num_free} but {len(free)} blocks have ref 0"
-        assert set(free) <= set(self._free_heap), "a free block is missing from the free list"
+        assert set(free) <= self._in_heap == set(self._free_heap), "a free block is missing from the free list"
+        assert len(self._free_heap) <= self.num_blocks, "the free list holds a block twice"
         for b in free:
             assert not self.tokens[b], f"free block {b} still lists tokens"
         for b in range(self.num_blocks):

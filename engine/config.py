@@ -10,6 +10,17 @@ ADMISSIONS = ("wait", "refuse")
 WEIGHTS = ("random", "trained")
 
 
+def _check_types(obj) -> None:
+    """Fields must have their declared type (bool is not accepted as an int, nor an int as a bool)."""
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        kind = {"int": int, "float": (int, float), "bool": bool, "str": str}.get(f.type)
+        if kind is None:
+            continue
+        if (kind is not bool and isinstance(value, bool)) or not isinstance(value, kind):
+            raise TypeError(f"{type(obj).__name__}.{f.name} must be {f.type}, got {value!r}")
+
+
 def _reject_unknown(cls, kwargs: dict) -> None:
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(kwargs) - known)
@@ -32,6 +43,7 @@ class ModelConfig:
     norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
+        _check_types(self)
         for name in ("vocab_size", "num_layers", "d_model", "num_heads", "num_kv_heads", "d_ff", "max_seq_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ModelConfig.{name} must be >= 1, got {getattr(self, name)}")
@@ -77,6 +89,9 @@ class EngineConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
 
     def __post_init__(self) -> None:
+        _check_types(self)
+        if not isinstance(self.model, ModelConfig):
+            raise TypeError(f"EngineConfig.model must be a ModelConfig, got {self.model!r}")
         if self.num_blocks < 1:
             raise ValueError(f"num_blocks must be >= 1, got {self.num_blocks}")
         if self.block_size < 1:
@@ -93,6 +108,8 @@ class EngineConfig:
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
         if self.reserve_blocks < 1:
             raise ValueError(f"reserve_blocks must be >= 1, got {self.reserve_blocks}")
+        if self.policy == "contiguous" and self.reserve_blocks > self.num_blocks:
+            raise ValueError(f"reserve_blocks ({self.reserve_blocks}) cannot exceed num_blocks ({self.num_blocks})")
         if self.max_running < 1:
             raise ValueError(f"max_running must be >= 1, got {self.max_running}")
         if self.prefix_sharing and self.policy != "paged":

@@ -105,19 +105,26 @@ class Engine:
         self.log.emit("request_added", req.request_id, (), f"{req.name} queued ({len(ids)} prompt tokens)")
         return req.request_id
 
-    def step(self) -> None:
+    def step(self) -> bool:
         """One engine step: admit and prefill waiting requests if any fit, else decode one token
-        for every running request."""
-        self.scheduler.counters.steps += 1
-        self.log.step = self.scheduler.counters.steps
-        prefilled = False
+        for every running request. Returns False, having changed nothing, when nothing could run
+        (e.g. every block is held by finished requests and the next request waits for room)."""
+        counters = self.scheduler.counters
+        self.log.step = counters.steps + 1
+        num_events = len(self.log.events)
+        ran = False
         while (req := self.scheduler.admit_next()) is not None:
             self._prefill(req)
-            prefilled = True
-        if not prefilled:
+            ran = True
+        if not ran:
             batch = self.scheduler.schedule_decode()
             if batch:
                 self._decode(batch)
+                ran = True
+        progressed = ran or len(self.log.events) > num_events
+        if progressed:
+            counters.steps += 1
+        return progressed
 
     def release(self, request_id: int) -> None:
         """Free a request's blocks (its full pages stay in the prefix cache, when sharing)."""

@@ -69,7 +69,8 @@ class Scheduler:
                 self.running.append(req)
                 self.log.emit("request_admitted", req.request_id, req.block_table, f"{req.name} admitted")
                 return req
-            if self.cfg.admission == "wait" and not why.startswith("never:"):
+            # A preempted request was admitted once: it waits for room rather than being refused.
+            if (self.cfg.admission == "wait" or req.num_preemptions) and not why.startswith("never:"):
                 return None
             self.waiting.popleft()
             req.status, req.reason = Status.REFUSED, why.removeprefix("never:")
@@ -99,8 +100,9 @@ class Scheduler:
             self.radix.lock(match.node)
             req.radix_node, matched = match.node, match.blocks
         need = _pages(n, bs) - len(matched)
-        if not self.allocator.can_allocate(need):
-            self._evict(need - self.pool.num_free)
+        shortfall = need - self.pool.num_free
+        if shortfall > 0 and self.radix is not None and self.radix.num_evictable_blocks >= shortfall:
+            self._evict(shortfall)  # only when it makes room: never empty the cache for nothing
         if not self.allocator.can_allocate(need):
             if self.radix is not None:
                 self.radix.unlock(req.radix_node)
@@ -177,7 +179,8 @@ class Scheduler:
         why = None
         bs = self.pool.block_size
         if len(req.output_ids) >= req.max_new_tokens:
-            why = f"generated its {req.max_new_tokens} new tokens"
+            n = req.max_new_tokens
+            why = f"generated its {n} new token{'s' if n != 1 else ''}"
         elif req.num_tokens >= max_seq_len:
             why = f"reached the model's context of {max_seq_len} tokens"
         elif not self.is_paged and req.num_computed >= len(req.block_table) * bs:

@@ -14,6 +14,7 @@ Layouts (vLLM's):
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 
 def store_kv_ref(
@@ -54,18 +55,18 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_positions: torc
     """Causal attention of queries at q_positions over keys at positions 0..len(k)-1.
 
     q: (n, num_heads, head_dim); k, v: (L, num_kv_heads, head_dim) -> (n, num_heads, head_dim).
-    Computed in float32 whatever the input dtype.
+    Computed in float32 whatever the input dtype; grouped heads share their KV head (no copies).
     """
-    num_heads, num_kv_heads = q.shape[1], k.shape[1]
+    n, num_heads, head_dim = q.shape
+    num_kv_heads = k.shape[1]
     group = num_heads // num_kv_heads
-    k = k.float().repeat_interleave(group, dim=1)  # (L, H, D)
-    v = v.float().repeat_interleave(group, dim=1)
-    scores = torch.einsum("nhd,lhd->hnl", q.float(), k) * scale  # (H, n, L)
+    qg = q.float().reshape(n, num_kv_heads, group, head_dim).permute(1, 2, 0, 3)  # (KVH, G, n, D)
+    kg = k.float().transpose(0, 1)[:, None]  # (KVH, 1, L, D)
+    vg = v.float().transpose(0, 1)[:, None]
     key_pos = torch.arange(k.shape[0], device=q.device)
-    mask = key_pos[None, :] > q_positions[:, None].to(q.device)  # (n, L)
-    scores = scores.masked_fill(mask[None], float("-inf"))
-    probs = torch.softmax(scores, dim=-1)
-    return torch.einsum("hnl,lhd->nhd", probs, v)
+    visible = key_pos[None, :] <= q_positions[:, None].to(q.device)  # (n, L)
+    out = F.scaled_dot_product_attention(qg, kg, vg, attn_mask=visible, scale=scale)  # (KVH, G, n, D)
+    return out.permute(2, 0, 1, 3).reshape(n, num_heads, head_dim)
 
 
 def paged_decode_attention_ref(
@@ -85,19 +86,18 @@ def paged_decode_attention_ref(
     """
     num_seqs, num_heads, head_dim = q.shape
     block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
+    group = num_heads // num_kv_heads
     lens = seq_lens.long().to(q.device)
     num_pages = int((lens.max() + block_size - 1) // block_size)
     page_used = torch.arange(num_pages, device=q.device)[None, :] * block_size < lens[:, None]  # (S, P)
     blocks = torch.where(page_used, block_tables[:, :num_pages].long(), 0)  # (S, P)
-    k = k_cache[blocks].reshape(num_seqs, num_pages * block_size, num_kv_heads, head_dim)
-    v = v_cache[blocks].reshape(num_seqs, num_pages * block_size, num_kv_heads, head_dim)
-    group = num_heads // num_kv_heads
-    k = k.float().repeat_interleave(group, dim=2)  # (S, L, H, D)
-    v = v.float().repeat_interleave(group, dim=2)
-    scores = torch.einsum("shd,slhd->shl", q.float(), k) * scale  # (S, H, L)
-    key_pos = torch.arange(num_pages * block_size, device=q.device)
-    scores = scores.masked_fill((key_pos[None, :] >= lens[:, None])[:, None, :], float("-inf"))
-    out = torch.einsum("shl,slhd->shd", torch.softmax(scores, dim=-1), v)
+    max_len = num_pages * block_size
+    k = k_cache[blocks].view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()  # (S, KVH, L, D)
+    v = v_cache[blocks].view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()
+    qg = q.float().reshape(num_seqs, num_kv_heads, group, head_dim)  # (S, KVH, G, D)
+    visible = torch.arange(max_len, device=q.device)[None, :] < lens[:, None]  # (S, L)
+    out = F.scaled_dot_product_attention(qg, k, v, attn_mask=visible[:, None, None, :], scale=scale)  # (S, KVH, G, D)
+    out = out.reshape(num_seqs, num_heads, head_dim)
     if block_reads is not None:
         used = blocks[page_used]
         block_reads.index_add_(0, used, torch.full_like(used, num_kv_heads, dtype=block_reads.dtype))

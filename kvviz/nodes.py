@@ -154,11 +154,11 @@ class RadixNode(NodeView):
         box.param.watch(lambda _e: (self._touch(), s.add_request()), "enter_pressed")
         cards = card_row(
             MetricCard(state=s, label="BLOCKS STORED", value=fmt.blocks_stored,
-                       counts="Distinct physical blocks holding KV right now."),
+                       counts="Distinct physical blocks holding KV for live requests (idle cached blocks are not counted)."),
             MetricCard(state=s, label="vs NO SHARING", value=fmt.without_sharing,
                        counts="Blocks the live requests would hold if each kept its own copy."),
             MetricCard(state=s, label="SAVED", value=fmt.saved,
-                       counts="1 − stored ÷ no-sharing. Idle cached blocks count as stored, so releases can push it below 0."),
+                       counts="1 − stored ÷ no-sharing: the share of the live requests' memory that sharing saves."),
         )
         prefill = card_row(
             MetricCard(state=s, label="PREFILL COMPUTED", value=lambda m: f"{m.prefill_tokens_computed} tok",

@@ -67,6 +67,8 @@ class Timeline:
     def apply(self, op: Op):
         """Run one operation; it is recorded only if it succeeded (bad input changes nothing)."""
         result = self._apply(op)
+        if op.kind == "step" and not result:
+            return result  # nothing could run: the engine is unchanged, so nothing is recorded
         self.ops.append(op)
         last = len(self._checkpoints[-1][0]) if self._checkpoints else 0
         if len(self.ops) - last >= CHECKPOINT_EVERY:
@@ -77,11 +79,10 @@ class Timeline:
         return self.apply(Op("add", prompt, max_new_tokens, reserve_blocks))
 
     def step(self) -> bool:
-        """One engine step; False (and nothing recorded) when there is nothing to run."""
+        """One engine step; False (and nothing recorded) when nothing could run."""
         if not self.engine.has_unfinished():
             return False
-        self.apply(Op("step"))
-        return True
+        return self.apply(Op("step"))
 
     def run_until_idle(self, max_steps: int = 10_000) -> int:
         n = 0

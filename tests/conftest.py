@@ -38,12 +38,12 @@ def make_engine():
 
 
 def run_until_idle(engine: Engine, max_steps: int = 1000) -> int:
-    """Step until nothing is waiting or running; returns the number of steps. Fails rather than
-    loop forever when the engine stops making progress (e.g. a waiting request that never fits)."""
+    """Step until nothing is waiting or running, or until a step can do nothing (a waiting request
+    needs blocks that finished requests hold); returns the number of steps that ran. Fails rather
+    than loop forever if the engine keeps stepping without finishing."""
     for n in range(max_steps):
-        if not engine.has_unfinished():
+        if not engine.has_unfinished() or not engine.step():
             return n
-        engine.step()
     raise AssertionError(f"engine still busy after {max_steps} steps")
 
 

@@ -76,7 +76,7 @@ def test_paged_request_that_could_never_fit_in_the_pool_is_refused(busy_engine):
 
 
 def test_contiguous_prompt_larger_than_the_pool_is_refused(make_engine):
-    engine = make_engine(policy="contiguous", block_size=4, num_blocks=4)
+    engine = make_engine(policy="contiguous", block_size=4, num_blocks=4, reserve_blocks=4)
     assert_refused_unchanged(
         engine, lambda: engine.add_request("seventeen bytes!!", 1), ValueError, "needs 5 blocks", "pool has 4"
     )
@@ -241,3 +241,17 @@ def test_triton_backend_without_cuda_or_interpreter_is_refused(monkeypatch):
 def test_cuda_device_without_cuda_is_refused():
     with pytest.raises(ValueError, match="torch sees no CUDA device"):
         Engine(EngineConfig(device="cuda"))
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("num_blocks", "8"), ("num_blocks", True), ("prefix_sharing", "no"), ("policy", 3), ("block_size", 4.0)],
+)
+def test_engine_config_fields_of_the_wrong_type_are_refused_by_name(field, value):
+    with pytest.raises(TypeError, match=f"EngineConfig.{field} must be"):
+        EngineConfig(**{field: value})
+
+
+def test_contiguous_reservation_larger_than_the_pool_is_a_config_error():
+    with pytest.raises(ValueError, match="reserve_blocks .* cannot exceed num_blocks"):
+        EngineConfig(policy="contiguous", num_blocks=4, reserve_blocks=5)

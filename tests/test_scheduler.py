@@ -209,3 +209,39 @@ def test_reset_clears_counters_requests_and_cache(make_engine, serve_all):
     assert snap.metrics.blocks_free == 8
     assert (snap.metrics.steps, snap.metrics.preempted, snap.metrics.prefill_tokens_computed) == (0, 0, 0)
     assert engine.add_request("again", max_new_tokens=1) == 1
+
+
+def test_preempted_request_waits_for_room_even_under_refuse_admission(make_engine, drain):
+    engine = make_engine(block_size=4, num_blocks=6, admission="refuse")
+    first = engine.add_request("aaaa", max_new_tokens=12)
+    second = engine.add_request("bbbb", max_new_tokens=12)
+    drain(engine)
+    req = engine.requests[second]
+    assert req.num_preemptions >= 1
+    assert req.status.value == "waiting" and engine.metrics().rejected == 0
+    engine.release(first)  # room again: the preempted request resumes with the tokens it had
+    drain(engine)
+    assert req.status.value == "finished" and len(req.output_ids) == 12
+
+
+def test_a_step_that_cannot_run_returns_false_and_changes_nothing(make_engine, comparable):
+    engine = make_engine(block_size=4, num_blocks=4)
+    engine.add_request("abcdefghijkl", max_new_tokens=2)  # 12 tokens: 3 blocks, then finished
+    while engine.step():
+        pass
+    engine.add_request("mnopqrst", max_new_tokens=2)  # needs 2 blocks, 1 is free: waits
+    before = comparable(engine.snapshot())
+    assert engine.step() is False
+    assert comparable(engine.snapshot()) == before
+
+
+def test_idle_cached_blocks_do_not_count_as_stored_so_saved_stays_non_negative(make_engine, drain):
+    engine = make_engine(block_size=4, num_blocks=32, prefix_sharing=True)
+    ids = [engine.add_request("shared prefix " + c, max_new_tokens=6) for c in "abc"]
+    drain(engine)
+    engine.release(ids[0])
+    engine.release(ids[1])
+    m = engine.metrics()
+    assert m.blocks_cached_idle > 0
+    assert m.blocks_stored == len(engine.requests[ids[2]].block_table) == m.blocks_without_sharing
+    assert m.saved == 0.0
