@@ -45,6 +45,8 @@ class FragmentationState(NodeState):
 
     @param.depends("reserve", watch=True)
     def _rebuild(self) -> None:
+        if self.scenario.reserve_blocks == self.reserve:
+            return  # already built for this length (Reset sets both at once)
         freed = self.freed_r2
         self.scenario = fresh(Fragmentation, self.reserve)
         if freed and not self._try(self.scenario.free_r2):
@@ -60,10 +62,10 @@ class FragmentationState(NodeState):
             self._refresh(playing=False)
 
     def reset(self) -> None:
-        with param.parameterized.discard_events(self):
-            self.param.update(reserve=8, freed_r2=False)
-        self.scenario = fresh(Fragmentation, 8)
-        self._refresh("Back to the lesson's starting point.", playing=False)
+        """Back to the defaults, widgets included: one update that every binding hears."""
+        default = self.param.reserve.default
+        self.scenario = fresh(Fragmentation, default)
+        self._refresh("Back to the lesson's starting point.", playing=False, reserve=default)
 
 
 class PagingState(NodeState):
@@ -155,6 +157,8 @@ class RadixState(NodeState):
 
     @param.depends("sharing", watch=True)
     def _rebuild(self) -> None:
+        if self.scenario.prefix_sharing == self.sharing:
+            return  # already built for this setting (Reset sets both at once)
         self.scenario = fresh(Radix, self.sharing)
         for op in self.ops:
             # an op that fails under the other setting (nothing to release, say) is dropped
@@ -205,9 +209,8 @@ class RadixState(NodeState):
         return True
 
     def reset(self) -> None:
-        with param.parameterized.discard_events(self):
-            self.param.update(sharing=False)
+        """Back to the defaults, the checkbox included: one update that every binding hears."""
         self.scenario = fresh(Radix, False)
-        self._refresh("Back to the lesson's starting point.", playing=False,
+        self._refresh("Back to the lesson's starting point.", playing=False, sharing=False,
                       prompt=RADIX_MORE_QUESTIONS[0])
 

@@ -3,12 +3,14 @@ that the keyboard and the page wiring reach the right state."""
 
 from __future__ import annotations
 
+import panel as pn
 import torch
 from bokeh.models import HoverTool
 
 from kvviz.block_strip import BlockStrip, strip_data
 from kvviz.lesson import Lesson, link_notice_html
 from kvviz.metric_card import card_html
+from kvviz.nodes import FragmentationNode, RadixNode
 from kvviz.radix_tree import layout
 from kvviz.requests_table import requests_html
 from kvviz.state import FragmentationState, PagingState, RadixState
@@ -106,3 +108,27 @@ def test_page_table_follows_the_added_request():
     newest = state.paged.requests[-1]
     assert state.request == newest.name
     assert table.links.data["x1"] == [b + 0.5 for b in newest.block_table]
+
+
+def test_reset_returns_node_01_widgets_to_their_defaults():
+    state = FragmentationState()
+    node = FragmentationNode(state=state)
+    free = next(b for b in node.__panel__().select(pn.widgets.Button) if b.label == "Free R2")
+    slider = next(iter(node.__panel__().select(pn.widgets.IntSlider)))
+    slider.value = 5
+    free.clicks += 1
+    assert free.disabled
+    state.reset()
+    assert (slider.value, free.disabled) == (8, False)
+    assert state.notice.startswith("Back to the lesson's starting point")
+
+
+def test_reset_unticks_node_03_prefix_sharing():
+    state = RadixState()
+    node = RadixNode(state=state)
+    sharing = next(iter(node.__panel__().select(pn.widgets.Checkbox)))
+    sharing.value = True
+    assert state.sharing
+    state.reset()
+    assert sharing.value is False and not state.sharing
+    assert state.snapshot.metrics.blocks_stored == 36
