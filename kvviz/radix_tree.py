@@ -14,6 +14,7 @@ from bokeh.plotting import figure
 
 from engine import Snapshot
 from kvviz import format as fmt
+from kvviz.sources import padded
 
 ROW_PX = 58
 LABEL_CHARS = 26
@@ -66,12 +67,20 @@ def layout(snap: Snapshot) -> tuple[dict, dict, int]:
     return nodes, edges, rows
 
 
+def source_data(snap: Snapshot) -> tuple[dict, dict, int]:
+    """`layout` padded to a fixed number of rows (see kvviz/sources.py): every node holds at
+    least one block, so the tree never has more than blocks_total nodes besides the root."""
+    nodes, edges, rows = layout(snap)
+    capacity = snap.metrics.blocks_total
+    return (padded(nodes, capacity + 1, ("x", "y")), padded(edges, capacity, ("x0", "y0", "x1", "y1")), rows)
+
+
 class RadixTree(pn.viewable.Viewer):
     state = param.Parameter(doc="a RadixState")
 
     def __init__(self, **params):
         super().__init__(**params)
-        nodes, edges, rows = layout(self.state.snapshot)
+        nodes, edges, rows = source_data(self.state.snapshot)
         self.nodes, self.edges = ColumnDataSource(nodes), ColumnDataSource(edges)
         fig = figure(height=self._height(rows), x_range=(-0.5, 3.5), y_range=(rows - 0.5, -0.5),
                      toolbar_location=None, sizing_mode="stretch_width", min_border=4,
@@ -107,11 +116,12 @@ class RadixTree(pn.viewable.Viewer):
                 "request computes and stores its own copy of the system prompt.</div>")
 
     def _update(self, event) -> None:
-        nodes, edges, rows = layout(event.new)
+        nodes, edges, rows = source_data(event.new)
+        depth = max(x for x in nodes["x"] if x == x)  # (NaN rows are padding)
         with pn.io.hold():
             self.nodes.data, self.edges.data = nodes, edges
             self.figure.y_range.start, self.figure.y_range.end = rows - 0.5, -0.5
-            self.figure.x_range.end = max(3.5, max(nodes["x"]) + 0.5)
+            self.figure.x_range.end = max(3.5, depth + 0.5)
             self.figure.height = self._height(rows)
             self._empty.object = self._empty_html()
             self.figure.visible = self.state.sharing

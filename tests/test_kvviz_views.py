@@ -11,7 +11,7 @@ from kvviz.block_strip import BlockStrip, strip_data
 from kvviz.lesson import Lesson, link_notice_html
 from kvviz.metric_card import card_html
 from kvviz.nodes import FragmentationNode, RadixNode
-from kvviz.radix_tree import layout
+from kvviz.radix_tree import RadixTree, layout
 from kvviz.requests_table import requests_html
 from kvviz.state import FragmentationState, PagingState, RadixState
 
@@ -132,3 +132,14 @@ def test_reset_unticks_node_03_prefix_sharing():
     state.reset()
     assert sharing.value is False and not state.sharing
     assert state.snapshot.metrics.blocks_stored == 36
+
+
+def test_radix_tree_sources_keep_their_length_whatever_the_tree():
+    state = RadixState()
+    tree = RadixTree(state=state)
+    sizes = {len(c) for c in tree.nodes.data.values()}, {len(c) for c in tree.edges.data.values()}
+    state.sharing = True
+    state.fill_pool()
+    assert len(layout(state.snapshot)[0]["x"]) > 1  # the tree grew ...
+    assert ({len(c) for c in tree.nodes.data.values()}, {len(c) for c in tree.edges.data.values()}) == sizes
+    assert sizes == ({49}, {48})  # ... inside sources sized for the 48-block pool

@@ -134,3 +134,14 @@ def test_download_holds_the_answer_and_the_live_state(page, lesson_url):
     text = Path(download.value.path()).read_text(encoding="utf-8")
     assert "Paging borrows virtual memory." in text
     assert '"blocks_reserved_empty": 12' in text
+
+
+def test_toggling_prefix_sharing_redraws_the_tree_without_page_errors(page, lesson_url):
+    page.goto(f"{lesson_url}?node=radix")
+    expect(metric(page, "SAVED")).to_have_text("0%")
+    sharing = page.locator(".kv-sharing input")
+    for saved in ("50%", "0%") * 3:
+        sharing.click()
+        expect(metric(page, "SAVED")).to_have_text(saved)
+        page.wait_for_timeout(300)  # let Bokeh finish redrawing the tree
+    assert page.kv_errors == []

@@ -1,0 +1,29 @@
+"""Column data for Bokeh sources whose length must not change while the page is open.
+
+Bokeh's text glyphs lay their labels out asynchronously; when a source's length changes, the
+renderer's several updates can interleave and a label is styled from an array of the old
+length (`RangeError: Offset is outside the bounds of the DataView` in `set_visuals`). So a
+figure whose row count varies with every action (the radix tree) gets sources of a fixed
+capacity: the real rows first, then rows that draw nothing (NaN positions, skipped by every
+glyph and by hover).
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def padded(columns: dict[str, list], capacity: int, positions: tuple[str, ...]) -> dict[str, list]:
+    """`columns` (equal lengths, at most `capacity` rows) grown to `capacity` rows: the
+    `positions` columns with NaN, the others repeating their first value (or NaN when empty)."""
+    lengths = {len(v) for v in columns.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"columns of unequal lengths {sorted(lengths)}: {sorted(columns)}")
+    n = lengths.pop()
+    if n > capacity:
+        raise ValueError(f"{n} rows do not fit a source of {capacity}")
+    out = {}
+    for name, values in columns.items():
+        fill = math.nan if name in positions or not values else values[0]
+        out[name] = list(values) + [fill] * (capacity - n)
+    return out
