@@ -1,8 +1,11 @@
 """Keyboard shortcuts: space play/pause, → step, ← step back, r reset.
 
 A tiny JSComponent listens for keydown on the document and sends {action, node} to Python.
-Keys typed into a text box, text area or select are ignored (the event's composed path is
-checked, so inputs inside Panel's shadow roots count too). `node` is the lesson node whose
+A key is left alone when a widget already owns it: anything typed into a text box, text area,
+select, checkbox or contenteditable; any key on a slider or other ARIA control (→ moves a
+focused slider, it does not also step); space (and Enter) on a focused button, which clicks
+it and does not also play; and any event a widget has already handled (defaultPrevented). The
+event's composed path is checked, so controls inside Panel's shadow roots count too. `node` is the lesson node whose
 section covers most of the viewport; when none is found (e.g. the page has not laid out yet)
 Python falls back to the node the user last touched. Nothing from the browser is executed:
 only known action and node names are acted on.
@@ -30,10 +33,21 @@ function sections(root, depth, found) {
 _ESM = FIND_SECTIONS_JS + """
 const KEYS = {" ": "play", "ArrowRight": "step", "ArrowLeft": "back", "r": "reset", "R": "reset"};
 const EDITABLE = new Set(["INPUT", "TEXTAREA", "SELECT"]);
+// Controls that use keys themselves (arrows, space, letters), by ARIA role.
+const CONTROL_ROLES = new Set(["slider", "spinbutton", "textbox", "searchbox", "combobox", "listbox",
+  "option", "checkbox", "radio", "switch", "menuitem", "tab"]);
+const BUTTON_KEYS = new Set([" ", "Enter"]);  // what a focused button does itself
 
-function isTyping(event) {
+function ownedByWidget(event) {
+  if (event.defaultPrevented) return true;
   const path = event.composedPath ? event.composedPath() : [event.target];
-  return path.some((n) => n && (EDITABLE.has(n.tagName) || n.isContentEditable));
+  return path.some((n) => {
+    if (!n || n.nodeType !== 1) return false;
+    if (EDITABLE.has(n.tagName) || n.isContentEditable) return true;
+    const role = n.getAttribute("role");
+    if (CONTROL_ROLES.has(role)) return true;
+    return (n.tagName === "BUTTON" || role === "button") && BUTTON_KEYS.has(event.key);
+  });
 }
 
 function nodeInView() {
@@ -49,18 +63,12 @@ function nodeInView() {
 export function render({ model }) {
   const onKey = (event) => {
     const action = KEYS[event.key];
-    if (!action || event.ctrlKey || event.metaKey || event.altKey || isTyping(event)) return;
-    event.preventDefault();
+    if (!action || event.ctrlKey || event.metaKey || event.altKey || ownedByWidget(event)) return;
+    event.preventDefault();  // (space would scroll the page)
     model.send_msg({ action, node: nodeInView() });
   };
-  // Space on a focused button would also click it (on keyup): swallow that, outside text boxes.
-  const onKeyUp = (event) => { if (event.key === " " && !isTyping(event)) event.preventDefault(); };
   document.addEventListener("keydown", onKey);
-  document.addEventListener("keyup", onKeyUp);
-  model.on("remove", () => {
-    document.removeEventListener("keydown", onKey);
-    document.removeEventListener("keyup", onKeyUp);
-  });
+  model.on("remove", () => document.removeEventListener("keydown", onKey));
   const el = document.createElement("span");
   el.className = "kv-keyboard";
   el.title = "Keys: space play/pause, right arrow step, left arrow step back, r reset";

@@ -145,3 +145,37 @@ def test_toggling_prefix_sharing_redraws_the_tree_without_page_errors(page, less
         expect(metric(page, "SAVED")).to_have_text(saved)
         page.wait_for_timeout(300)  # let Bokeh finish redrawing the tree
     assert page.kv_errors == []
+
+
+def test_arrow_key_on_the_slider_moves_it_and_runs_no_shortcut(page, lesson_url):
+    page.goto(f"{lesson_url}?node=fragmentation")
+    page.locator(".kv-keyboard").wait_for(state="attached")
+    expect(page.locator(".kv-step")).to_contain_text("idle")
+    handle = page.get_by_role("slider")
+    handle.focus()
+    handle.press("ArrowLeft")
+    expect(page).to_have_url(re.compile(r"reserve=7"))
+    page.wait_for_timeout(500)
+    expect(page.locator(".kv-step")).to_contain_text("idle")  # no Step back: the pool settled at 7
+
+
+def test_space_on_a_focused_button_clicks_it_and_does_not_play(page, lesson_url):
+    page.goto(f"{lesson_url}?node=fragmentation")
+    page.locator(".kv-keyboard").wait_for(state="attached")
+    page.get_by_role("button", name="Free R2").focus()
+    page.keyboard.press(" ")
+    expect(metric(page, "LARGEST GAP")).to_have_text("8 / 16 free")
+    page.wait_for_timeout(500)
+    expect(page.locator(".kv-step")).to_contain_text("idle")
+    expect(page.get_by_role("button", name="▶ Play")).to_be_visible()
+
+
+def test_arrow_keys_still_step_after_a_button_was_clicked(page, lesson_url):
+    page.goto(f"{lesson_url}?node=paging")
+    page.locator(".kv-keyboard").wait_for(state="attached")
+    step = page.locator(".kv-step")
+    expect(step).to_contain_text("step 18")
+    page.get_by_role("button", name="◀ Step back").click()  # the button keeps the focus
+    expect(step).to_contain_text("step 17")
+    page.keyboard.press("ArrowRight")
+    expect(step).to_contain_text("step 18")
