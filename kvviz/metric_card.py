@@ -25,7 +25,10 @@ Other stable hooks:
     .kv-events li[data-kind="block_evicted"]  node 03's evictions
     .kv-url-notice                          problems with the link's parameters
     .kv-badge                               "engine: torch · CPU"
-    .kv-sharing input                       the Prefix sharing checkbox
+    .kv-sharing input                       the Prefix sharing checkbox, also
+                                            get_by_role("checkbox", name="Prefix sharing")
+    .kv-reserve [role=slider]               the Reserved length slider's handle, also
+                                            get_by_role("slider", name="Reserved length")
     .kv-keyboard                            present once the shortcut listener is installed
     .kv-nav a[data-node="radix"]            the numbered navigation
     .kv-feedback[data-check="naive_rejects"]  a self-check's verdict

@@ -9,12 +9,15 @@ import param
 
 from kvviz import format as fmt
 from kvviz import text
+from kvviz.a11y import AccessibleNames
 from kvviz.block_strip import BlockStrip, legend
 from kvviz.controls import Transport
 from kvviz.metric_card import MetricCard, card_row
 from kvviz.page_table import PageTable
 from kvviz.radix_tree import RadixTree
 from kvviz.requests_table import RequestList
+
+RESERVE_LABEL = "Reserved length (blocks)"
 
 
 def badge(state, snapshot_param: str = "snapshot") -> pn.pane.HTML:
@@ -57,7 +60,7 @@ class FragmentationNode(NodeView):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        slider = pn.widgets.IntSlider.from_param(s.param.reserve, label="Reserved length (blocks)",
+        slider = pn.widgets.IntSlider.from_param(s.param.reserve, label=RESERVE_LABEL, css_classes=["kv-reserve"],
                                                  sizing_mode="stretch_width", min_width=220)
         slider.param.watch(self._touch, "value")
         free = self._button("Free R2", s.free_r2, color="warning",
@@ -76,6 +79,7 @@ class FragmentationNode(NodeView):
             badge(s),
             prose(text.FRAGMENTATION),
             pn.FlexBox(slider, free, reset, align_items="center", sizing_mode="stretch_width"),
+            AccessibleNames(names={"kv-reserve": RESERVE_LABEL}),
             prose(text.FRAGMENTATION_TRY, css_classes=["kv-try"]),
             BlockStrip(state=s, title="GPU KV cache · 32 blocks · contiguous slabs"),
             legend(),
@@ -147,6 +151,7 @@ class RadixNode(NodeView):
         super().__init__(**params)
         s = self.state
         sharing = pn.widgets.Checkbox.from_param(s.param.sharing, css_classes=["kv-sharing"])
+        names = AccessibleNames(names={"kv-sharing": s.param.sharing.label})
         sharing.param.watch(self._touch, "value")
         box = pn.widgets.TextInput.from_param(
             s.param.prompt, label="Your question, after the shared system prompt (up to 200 characters)",
@@ -174,6 +179,7 @@ class RadixNode(NodeView):
             prose(text.RADIX),
             pn.FlexBox(sharing, self._button("Reset", s.reset), align_items="center",
                        sizing_mode="stretch_width"),
+            names,
             pn.FlexBox(box, self._button("Add request", s.add_request, color="primary"),
                        self._button("Release oldest", s.release_oldest),
                        self._button("Fill the pool", s.fill_pool), align_items="end",

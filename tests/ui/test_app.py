@@ -179,3 +179,17 @@ def test_arrow_keys_still_step_after_a_button_was_clicked(page, lesson_url):
     expect(step).to_contain_text("step 17")
     page.keyboard.press("ArrowRight")
     expect(step).to_contain_text("step 18")
+
+
+def test_prefix_sharing_checkbox_is_found_by_its_accessible_name(page, lesson_url):
+    page.goto(f"{lesson_url}?node=radix")
+    page.get_by_role("checkbox", name="Prefix sharing").click()
+    expect(metric(page, "SAVED")).to_have_text("50%")
+
+
+def test_reserved_length_slider_is_found_by_its_accessible_name(page, lesson_url):
+    page.goto(f"{lesson_url}?node=fragmentation")
+    slider = page.get_by_role("slider", name="Reserved length")
+    expect(slider).to_have_attribute("aria-valuenow", "8.0")
+    slider.press("ArrowUp")
+    expect(page).to_have_url(re.compile(r"reserve=9"))
