@@ -7,9 +7,16 @@ cache) = grey with a dashed outline and "cache"; a full block holding the same t
 earlier one (a duplicate sharing would avoid) = dotted, paler, "≡"; a dark bar at the foot of every cell shows
 tokens / block size. Hover any cell for its block id, owners, page, tokens, ref count and text.
 Tooltip fields are HTML-escaped by Bokeh (no `{safe}` anywhere), so block text stays text.
+
+Hatching and dots are drawn as line segments (HATCH_LINES per cell, NaN where a cell has none),
+not with Bokeh's per-cell `hatch_pattern`: BokehJS paints a fresh pattern canvas for every cell
+of every copy of the glyph on each update, which cost tens of milliseconds per strip and click.
+An update sends only the columns that changed (kvviz/sources.py).
 """
 
 from __future__ import annotations
+
+import math
 
 import panel as pn
 import param
@@ -18,11 +25,14 @@ from bokeh.plotting import figure
 
 from engine import Snapshot
 from kvviz import format as fmt
+from kvviz.sources import assign
 
 # Okabe & Ito's colour-blind-safe palette (black left out: it is the outline colour).
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
 DARK_FILLS = {"#0072B2", "#D55E00", "#009E73", "#CC79A7"}
 FREE_FILL, FREE_LINE, CACHED_FILL = "#f4f4f4", "#b9b9b9", "#bdbdbd"
+CELL_W, CELL_H = 0.9, 0.8  # a cell, in data units (one unit per block across, per row down)
+HATCH_LINES = 5  # stripes in a hatched cell (reserved: "/" in the owner's colour; copy: dotted "=")
 PER_ROW = 16  # cells per row on a wide screen
 NARROW_PER_ROW = 8  # ... and when the figure is narrower than NARROW_PX (a phone)
 NARROW_PX = 520
@@ -44,7 +54,7 @@ def _cell(b, names: dict[int, str], block_size: int) -> dict:
     """Look and hover text of one BlockView."""
     owners = [names.get(o, f"R{o}") for o in b.owners]
     base = owner_colour(b.owners[0]) if b.owners else CACHED_FILL
-    look = {"fill": base, "alpha": 0.9, "hatch_alpha": 0.8, "line": "#333333", "width": 1.0, "dash": "solid", "hatch": " ",
+    look = {"fill": base, "alpha": 0.9, "line": "#333333", "width": 1.0, "dash": "solid", "hatch": " ",
             "label": owners[0] if owners else "", "ink": "#ffffff" if base in DARK_FILLS else "#111111"}
     if b.state == "free":
         look.update(fill=FREE_FILL, alpha=1.0, line=FREE_LINE, label="")
@@ -76,14 +86,51 @@ def _mark_copies(snap: Snapshot, rows: list[dict]) -> None:
             continue
         key = (b.logical_page, b.text)
         if key in first:
-            row.update(hatch=".", alpha=0.55, hatch_alpha=0.5, state=row["state"] + f", a copy of block {first[key]}")
+            row.update(hatch=".", alpha=0.55, state=row["state"] + f", a copy of block {first[key]}")
             row["label"] += "≡"
         else:
             first[key] = b.block_id
 
 
-def strip_data(snap: Snapshot) -> tuple[dict, dict]:
-    """Column data for the cells and the fill bars of a snapshot (pure: no Bokeh objects).
+def _stripes(pattern: str) -> list[tuple[float, float, float, float]]:
+    """HATCH_LINES segments (dx0, dy0, dx1, dy1) from a cell's centre, in data units (y grows
+    downwards); NaN for the ones a pattern does not use."""
+    w, h = CELL_W / 2, CELL_H / 2
+    if pattern == "/":  # lines u - v = c across the cell, u right and v up, both in [-1, 1]
+        out = []
+        for k in range(HATCH_LINES):
+            c = 2 * (k + 1) / (HATCH_LINES + 1) * 2 - 2
+            (u0, v0), (u1, v1) = ((-1 + c, -1), (1, 1 - c)) if c >= 0 else ((-1, -1 - c), (1 + c, 1))
+            out.append((u0 * w, -v0 * h, u1 * w, -v1 * h))
+        return out
+    if pattern == ".":  # two dotted rules, near the top and the bottom of the cell
+        return [(-w, v * h, w, v * h) for v in (-0.62, 0.62)] + [(math.nan,) * 4] * (HATCH_LINES - 2)
+    return [(math.nan,) * 4] * HATCH_LINES
+
+
+def _hatch_data(cells: dict) -> dict:
+    """The stripes of every cell: HATCH_LINES rows per block, in both layouts."""
+    lines: dict[str, list] = {k: [] for k in ("colour", "alpha", "dash")}
+    for suffix in ("", "_n"):
+        for k in ("x0", "y0", "x1", "y1"):
+            lines[k + suffix] = []
+    for i, pattern in enumerate(cells["hatch"]):
+        stripes = _stripes(pattern)
+        look = ("#333333", 0.6, "dotted") if pattern == "." else (cells["line"][i], 0.8, "solid")
+        for stripe in stripes:
+            for k, v in zip(("colour", "alpha", "dash"), look, strict=True):
+                lines[k].append(v)
+            for suffix in ("", "_n"):
+                x, y = cells["x" + suffix][i], cells["y" + suffix][i]
+                for k, centre, d in zip(("x0", "y0", "x1", "y1"), (x, y, x, y), stripe, strict=True):
+                    # math.nan itself where unused, so unchanged columns compare equal (sources.assign)
+                    lines[k + suffix].append(math.nan if math.isnan(d) else centre + d)
+    return lines
+
+
+def strip_data(snap: Snapshot) -> tuple[dict, dict, dict]:
+    """Column data for the cells, the fill bars and the hatch stripes of a snapshot (pure: no
+    Bokeh objects). Every column keeps its length from one snapshot of a pool to the next.
 
     Positions come twice: `x`, `y`, `left` … for PER_ROW cells a row, and `x_n`, `y_n`,
     `left_n` … for NARROW_PER_ROW; the browser picks one set by the figure's width."""
@@ -101,7 +148,7 @@ def strip_data(snap: Snapshot) -> tuple[dict, dict]:
         bars["right" + suffix] = [x - 0.4 + 0.8 * f for x, f in zip(xs, frac, strict=True)]
         bars["top" + suffix] = [y + 0.26 for y in ys]
         bars["bottom" + suffix] = [y + 0.36 for y in ys]
-    return cells, bars
+    return cells, bars, _hatch_data(cells)
 
 
 # Runs in the browser whenever the figure's drawn width changes: switch every glyph to the
@@ -113,6 +160,7 @@ if (fig.x_range.end === (narrow ? narrow_per_row : per_row)) return;
 const rows = Math.ceil(count / (narrow ? narrow_per_row : per_row));
 for (const r of [cells, labels]) { r.glyph.x = {field: "x" + sfx}; r.glyph.y = {field: "y" + sfx}; }
 for (const k of ["left", "right", "top", "bottom"]) { bars.glyph[k] = {field: k + sfx}; }
+for (const k of ["x0", "y0", "x1", "y1"]) { stripes.glyph[k] = {field: k + sfx}; }
 fig.x_range.end = narrow ? narrow_per_row : per_row;
 fig.y_range.start = rows;
 fig.height = rows * row_px + 28;
@@ -130,8 +178,8 @@ class BlockStrip(pn.viewable.Viewer):
         super().__init__(**params)
         snap = getattr(self.state, self.snapshot_param)
         rows = -(-len(snap.blocks) // PER_ROW)
-        cells, bars = strip_data(snap)
-        self.cells, self.bars = ColumnDataSource(cells), ColumnDataSource(bars)
+        cells, bars, lines = strip_data(snap)
+        self.cells, self.bars, self.lines = ColumnDataSource(cells), ColumnDataSource(bars), ColumnDataSource(lines)
         hover = HoverTool(tooltips=[
             ("block", "@block_id"), ("state", "@state"), ("owner(s)", "@owners"), ("logical page", "@page"),
             ("tokens", "@tokens"), ("ref count", "@ref_count"), ("text", "@text"),
@@ -142,27 +190,28 @@ class BlockStrip(pn.viewable.Viewer):
         fig.grid.visible = False
         fig.outline_line_color = None
         fig.title.text_font_size = "15px"
-        cell = fig.rect("x", "y", 0.9, 0.8, source=self.cells, fill_color="fill", fill_alpha="alpha",
-                        line_color="line", line_width="width", line_dash="dash", hatch_pattern="hatch",
-                        hatch_color="line", hatch_alpha="hatch_alpha", hatch_scale=8, hatch_weight=1.5)
+        cell = fig.rect("x", "y", CELL_W, CELL_H, source=self.cells, fill_color="fill", fill_alpha="alpha",
+                        line_color="line", line_width="width", line_dash="dash")
         hover.renderers = [cell]
+        stripes = fig.segment("x0", "y0", "x1", "y1", source=self.lines, line_color="colour", line_alpha="alpha",
+                              line_dash="dash", line_width=1.5)
         bars = fig.quad(left="left", right="right", top="top", bottom="bottom", source=self.bars,
                         fill_color="#222222", fill_alpha=0.75, line_color=None)
         labels = fig.text("x", "y", text="label", source=self.cells, text_align="center",
                           text_baseline="middle", text_font_size="12px", text_font_style="bold",
                           text_color="ink", y_offset=-3)
         fig.js_on_change("inner_width", CustomJS(code=REFLOW_JS, args=dict(
-            fig=fig, cells=cell, labels=labels, bars=bars, count=len(snap.blocks), per_row=PER_ROW,
+            fig=fig, cells=cell, labels=labels, bars=bars, stripes=stripes, count=len(snap.blocks), per_row=PER_ROW,
             narrow_per_row=NARROW_PER_ROW, narrow_px=NARROW_PX, row_px=ROW_PX)))
         self.figure = fig
         self._pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width", css_classes=["kv-strip"])
         self.state.param.watch(self._update, self.snapshot_param)
 
     def _update(self, event) -> None:
-        cells, bars = strip_data(event.new)
+        cells, bars, lines = strip_data(event.new)
         with pn.io.hold():
-            self.cells.data = cells
-            self.bars.data = bars
+            for source, data in ((self.cells, cells), (self.bars, bars), (self.lines, lines)):
+                assign(source, data)
 
     def __panel__(self):
         return self._pane
@@ -182,9 +231,9 @@ LEGEND_HTML = """
     stroke-width="3"/></svg> shared by several requests (×n)</span>
   <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#bdbdbd" stroke="#555"
     stroke-dasharray="3 2"/></svg> cached, idle (dashed)</span>
-  <span><svg width="22" height="16"><defs><pattern id="kvd" width="4" height="4" patternUnits="userSpaceOnUse">
-    <circle cx="2" cy="2" r="0.9" fill="#333"/></pattern></defs><rect x="1" y="1" width="20" height="14"
-    fill="#E69F00" fill-opacity="0.55" stroke="#333"/><rect x="1" y="1" width="20" height="14" fill="url(#kvd)"/></svg>
+  <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#E69F00" fill-opacity="0.55"
+    stroke="#333"/><path d="M2 4.5H20M2 11.5H20" stroke="#333" stroke-opacity="0.6" stroke-width="1.5"
+    stroke-dasharray="1.5 2"/></svg>
     ≡ copy: same tokens as an earlier block (dotted)</span>
   <span><svg width="22" height="16"><rect x="1" y="10" width="14" height="4" fill="#222"/></svg>
     bar = tokens / block size</span>

@@ -16,6 +16,7 @@ from bokeh.plotting import figure
 
 from engine import Snapshot
 from kvviz.block_strip import DARK_FILLS, FREE_FILL, FREE_LINE, owner_colour
+from kvviz.sources import assign
 
 PAGE_Y, BLOCK_Y = 0.5, 2.6
 
@@ -105,7 +106,8 @@ class PageTable(pn.viewable.Viewer):
     def _update(self, *_events) -> None:
         pages, blocks, links = table_data(self._snap, self.state.request)
         with pn.io.hold():
-            self.pages.data, self.blocks.data, self.links.data = pages, blocks, links
+            for source, data in ((self.pages, pages), (self.blocks, blocks), (self.links, links)):
+                assign(source, data)
             self._text.object = summary_html(self._snap, self.state.request, self.snapshot_param)
 
     def __panel__(self):

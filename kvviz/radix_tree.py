@@ -14,7 +14,7 @@ from bokeh.plotting import figure
 
 from engine import Snapshot
 from kvviz import format as fmt
-from kvviz.sources import padded
+from kvviz.sources import assign, padded
 
 ROW_PX = 58
 LABEL_CHARS = 26
@@ -119,7 +119,8 @@ class RadixTree(pn.viewable.Viewer):
         nodes, edges, rows = source_data(event.new)
         depth = max(x for x in nodes["x"] if x == x)  # (NaN rows are padding)
         with pn.io.hold():
-            self.nodes.data, self.edges.data = nodes, edges
+            assign(self.nodes, nodes)
+            assign(self.edges, edges)
             self.figure.y_range.start, self.figure.y_range.end = rows - 0.5, -0.5
             self.figure.x_range.end = max(3.5, depth + 0.5)
             self.figure.height = self._height(rows)

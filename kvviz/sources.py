@@ -1,4 +1,8 @@
-"""Column data for Bokeh sources whose length must not change while the page is open.
+"""Updating Bokeh sources in place: only what changed, and never a change of length mid-way.
+
+`assign` sends only the columns whose values changed (Bokeh sends a ColumnDataChangedEvent
+for just those columns), and nothing when nothing changed: a click re-sends a figure's
+unchanged positions, ids and hover texts otherwise.
 
 Bokeh's text glyphs lay their labels out asynchronously; when a source's length changes, the
 renderer's several updates can interleave and a label is styled from an array of the old
@@ -27,3 +31,15 @@ def padded(columns: dict[str, list], capacity: int, positions: tuple[str, ...]) 
         fill = math.nan if name in positions or not values else values[0]
         out[name] = list(values) + [fill] * (capacity - n)
     return out
+
+
+def assign(source, data: dict[str, list]) -> None:
+    """Make `source.data` equal `data`, sending only the columns that differ. Columns are
+    compared as lists (NaN padding is `math.nan`, the same object, so it compares equal)."""
+    old = source.data
+    if set(old) != set(data) or len({len(v) for v in (*old.values(), *data.values())}) > 1:
+        source.data = data  # new columns or a new length: replace everything at once
+        return
+    changed = {k: v for k, v in data.items() if list(old[k]) != v}
+    if changed:
+        source.data.update(changed)

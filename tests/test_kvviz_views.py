@@ -7,7 +7,7 @@ import panel as pn
 import torch
 from bokeh.models import HoverTool
 
-from kvviz.block_strip import BlockStrip, strip_data
+from kvviz.block_strip import HATCH_LINES, BlockStrip, strip_data
 from kvviz.lesson import Lesson, link_notice_html
 from kvviz.metric_card import card_html
 from kvviz.nodes import FragmentationNode, RadixNode
@@ -22,16 +22,28 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 
 def test_strip_has_one_cell_per_block_labelled_by_owner():
     snap = FragmentationState().snapshot
-    cells, bars = strip_data(snap)
+    cells, bars, _ = strip_data(snap)
     assert len(cells["block_id"]) == 32 == len(bars["left"])
     assert cells["label"][:4] == ["R1"] * 4
     assert cells["hatch"][4] == "/" and cells["state"][4].startswith("reserved")  # R1's empty slab
     assert cells["state"][-1] == "free"
 
 
+def test_strip_hatches_reserved_cells_with_stripes_in_the_owners_colour():
+    snap = FragmentationState().snapshot
+    cells, _, lines = strip_data(snap)
+    per_cell = HATCH_LINES
+    assert len(lines["x0"]) == 32 * per_cell == len(lines["x0_n"])
+    stripes = slice(4 * per_cell, 5 * per_cell)  # block 4: reserved by R1, empty
+    assert set(lines["colour"][stripes]) == {cells["line"][4]} != {"#333333"}
+    assert all(x == x for x in lines["x0"][stripes])  # drawn (not NaN)
+    assert all(x != x for x in lines["x0"][: per_cell])  # block 0 holds tokens: no stripes
+    assert all(4.05 - 1e-9 <= x <= 4.95 + 1e-9 for x in lines["x0"][stripes] + lines["x1"][stripes])  # in the cell
+
+
 def test_strip_marks_shared_blocks_with_a_count():
     r = RadixState(sharing=True)
-    cells, _ = strip_data(r.snapshot)
+    cells, _, _ = strip_data(r.snapshot)
     assert cells["label"][:6] == ["×4"] * 6
     assert all(w > 3 for w in cells["width"][:6])
 
@@ -143,3 +155,20 @@ def test_radix_tree_sources_keep_their_length_whatever_the_tree():
     assert len(layout(state.snapshot)[0]["x"]) > 1  # the tree grew ...
     assert ({len(c) for c in tree.nodes.data.values()}, {len(c) for c in tree.edges.data.values()}) == sizes
     assert sizes == ({49}, {48})  # ... inside sources sized for the 48-block pool
+
+
+def test_strip_update_sends_only_the_columns_that_changed():
+    from bokeh.document import Document
+
+    state = FragmentationState()
+    strip = BlockStrip(state=state)
+    doc = Document()
+    doc.add_root(strip.figure)
+    sent = []
+    doc.on_change(lambda e: sent.append((e.model, sorted(getattr(e, "cols", None) or []))))
+    state.free_r2()
+    cols = {c for model, cs in sent if model is strip.cells for c in cs}
+    assert "label" in cols and not cols & {"x", "y", "x_n", "y_n", "block_id"}
+    sent.clear()
+    state.step()  # at idle: nothing changes, so nothing is sent
+    assert not [m for m, _ in sent if m in (strip.cells, strip.bars, strip.lines)]
