@@ -72,7 +72,9 @@ class EngineConfig:
                  admission (first fit). 'paged': a request takes one block per `block_size` tokens.
     admission    'wait': a request that does not fit waits in the queue. 'refuse': it is refused
                  at once, with a reason (the lesson shows refusals as they happen).
-    weights      'random': seeded deterministic initialisation. 'trained': the weights in assets/.
+    weights      'trained' (default): the weights in assets/, made by `python -m engine.train` for
+                 the default ModelConfig. 'random': seeded deterministic initialisation, for any
+                 architecture (tests use it with small models, for speed).
     """
 
     num_blocks: int = 64
@@ -85,7 +87,7 @@ class EngineConfig:
     backend: str = "auto"
     device: str = "auto"
     seed: int = 0
-    weights: str = "random"
+    weights: str = "trained"
     model: ModelConfig = field(default_factory=ModelConfig)
 
     def __post_init__(self) -> None:
@@ -112,6 +114,11 @@ class EngineConfig:
             raise ValueError(f"reserve_blocks ({self.reserve_blocks}) cannot exceed num_blocks ({self.num_blocks})")
         if self.max_running < 1:
             raise ValueError(f"max_running must be >= 1, got {self.max_running}")
+        if self.weights == "trained" and self.model != ModelConfig():
+            raise ValueError(
+                "weights='trained' exist only for the default ModelConfig; use weights='random' "
+                "for another architecture"
+            )
         if self.prefix_sharing and self.policy != "paged":
             raise ValueError("prefix_sharing needs policy='paged' (only whole pages can be shared)")
 

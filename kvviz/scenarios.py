@@ -13,47 +13,47 @@ from engine import EngineConfig, Snapshot
 from kvviz.timeline import Timeline
 
 BLOCK_SIZE = 16
-WEIGHTS = "random"
+WEIGHTS = "trained"  # the tiny model in assets/, trained so its continuations are readable
 
 # Node 01: three requests that each end up holding 4 blocks of KV (60 tokens).
 FRAGMENTATION_PROMPTS = (
-    "A cache keeps what we reuse:",
-    "Memory is split into pages so",
-    "The operating system maps each",
+    "Free memory is broken into",
+    "A good system spends its memory on",
+    "Without a cache, the model would",
 )
 FRAGMENTATION_KV_TOKENS = 60
-LONG_REQUEST_PROMPT = "A long document needs a long slab:"
+LONG_REQUEST_PROMPT = "Each new token adds one key and"
 LONG_REQUEST_BLOCKS = 12
 
 # Node 02: short requests needing one or two pages each, alternating.
 PAGING_PROMPTS = (
-    "Pages fit",
-    "Blocks move",
-    "Tokens land",
-    "Caches grow",
-    "Tables map",
-    "Memory frees",
+    "Memory is",
+    "Each token",
+    "The engine",
+    "The queue",
+    "The librarian",
+    "The desk",
 )
 PAGING_KV_TOKENS = (26, 12)  # a two-page request, then a one-page request
 
-# Node 03: one 96-byte system prompt (6 full blocks) shared by four questions.
-SYSTEM_PROMPT = (
-    "You are a helpful teacher. Answer briefly about memory, caches, pages and the operating system. "
-)
+# Node 03: one 96-byte system prompt (6 full blocks) shared by four questions. A question is
+# asked as "Q: <question>\nA:", the form the model was trained to answer.
+SYSTEM_PROMPT = "You are a patient teacher. Explain how computers use memory, caches and pages, in plain words.\n\n"
 RADIX_QUESTIONS = (
-    "What is a page table?",
-    "Why do caches help?",
     "What is a KV cache?",
-    "How does paging work?",
+    "What is attention?",
+    "What is a token?",
+    "What is preemption?",
 )
+QUESTION_OPEN, QUESTION_CLOSE = "Q: ", "\nA:"
 RADIX_UNIQUE_BLOCKS = 3
 # Questions offered to students one after another in node 03's prompt box (after the four above).
 RADIX_MORE_QUESTIONS = (
-    "What does a block hold?",
-    "Why evict old prefixes?",
+    "What is a block?",
+    "What is thrashing?",
+    "What is eviction?",
+    "What is a page table?",
     "What is a radix tree?",
-    "When is a page freed?",
-    "Why share a prompt?",
     "What is a cache hit?",
 )
 # A student's own prompt in node 02 generates this many tokens.
@@ -187,11 +187,16 @@ class Radix:
 
     @staticmethod
     def request_for(question: str) -> tuple[str, int]:
-        """The full prompt (system prompt + question) and a max_new_tokens that fills exactly
+        """The full prompt (system prompt, then the question as "Q: ...\\nA:") and a max_new_tokens that fills exactly
         RADIX_UNIQUE_BLOCKS blocks past the system prompt (less when the question is long)."""
-        prompt = SYSTEM_PROMPT + question
+        prompt = f"{SYSTEM_PROMPT}{QUESTION_OPEN}{question}{QUESTION_CLOSE}"
         target = (6 + RADIX_UNIQUE_BLOCKS) * BLOCK_SIZE - 4
         return prompt, max(1, _max_new_for(prompt, max(target, len(prompt.encode()))))
+
+    @staticmethod
+    def question_of(prompt: str) -> str:
+        """The question a prompt made by `request_for` asks (its inverse)."""
+        return prompt.removeprefix(SYSTEM_PROMPT + QUESTION_OPEN).removesuffix(QUESTION_CLOSE)
 
     def ask(self, question: str, run: bool = True) -> int:
         prompt, max_new = self.request_for(question)

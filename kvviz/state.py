@@ -19,7 +19,6 @@ from kvviz.node_state import NodeState, fresh
 from kvviz.scenarios import (
     RADIX_MORE_QUESTIONS,
     RADIX_QUESTIONS,
-    SYSTEM_PROMPT,
     Fragmentation,
     Paging,
     Radix,
@@ -134,7 +133,7 @@ class RadixState(NodeState):
 
     def _ops_since_defaults(self) -> list[tuple[str, str]]:
         """The student's asks and releases, read from the timeline (Step back can drop some)."""
-        ops = [("ask", op.prompt[len(SYSTEM_PROMPT):]) if op.kind == "add" else ("release", "")
+        ops = [("ask", Radix.question_of(op.prompt)) if op.kind == "add" else ("release", "")
                for op in self.scenario.timeline.ops if op.kind in ("add", "release")]
         return ops[len(RADIX_QUESTIONS):]
 

@@ -22,7 +22,9 @@ SMALL_MODEL = ModelConfig(num_layers=2, d_model=64, num_heads=4, num_kv_heads=2,
 
 def small_config(**overrides) -> EngineConfig:
     """An EngineConfig over SMALL_MODEL, torch backend on CPU; `overrides` are EngineConfig fields."""
-    return EngineConfig(**{"model": SMALL_MODEL, "backend": "torch", "device": "cpu", **overrides})
+    return EngineConfig(
+        **{"model": SMALL_MODEL, "weights": "random", "backend": "torch", "device": "cpu", **overrides}
+    )
 
 
 @pytest.fixture

@@ -180,7 +180,7 @@ def test_engine_config_from_dict_rejects_unknown_model_keys():
 
 
 def test_engine_config_from_dict_builds_the_nested_model_config():
-    cfg = EngineConfig.from_dict({"num_blocks": 8, "model": {"num_layers": 2}})
+    cfg = EngineConfig.from_dict({"num_blocks": 8, "weights": "random", "model": {"num_layers": 2}})
     assert (cfg.num_blocks, cfg.model) == (8, ModelConfig(num_layers=2))
 
 
@@ -255,3 +255,8 @@ def test_engine_config_fields_of_the_wrong_type_are_refused_by_name(field, value
 def test_contiguous_reservation_larger_than_the_pool_is_a_config_error():
     with pytest.raises(ValueError, match="reserve_blocks .* cannot exceed num_blocks"):
         EngineConfig(policy="contiguous", num_blocks=4, reserve_blocks=5)
+
+
+def test_trained_weights_with_another_architecture_are_refused():
+    with pytest.raises(ValueError, match="weights='trained' exist only for the default ModelConfig"):
+        EngineConfig(model=ModelConfig(num_layers=2))

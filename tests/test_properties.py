@@ -54,6 +54,7 @@ class EngineMachine(RuleBasedStateMachine):
                 backend="torch",
                 device="cpu",
                 model=TINY_MODEL,
+                weights="random",
             )
         )
 

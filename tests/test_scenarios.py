@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvviz.scenarios import Fragmentation, Paging, Radix
+from kvviz.scenarios import SYSTEM_PROMPT, Fragmentation, Paging, Radix
 
 PAGING_ADDS = 10  # requests added one at a time to node 02's two pools, after its initial four
 
@@ -140,5 +140,5 @@ def test_radix_sharing_does_not_change_the_generated_text(radix_off, radix_on):
 def test_radix_tree_holds_the_system_prompt_once(radix_on):
     roots = [n for n in radix_on.radix if n.parent_id == 0]
     assert len(roots) == 1
-    assert roots[0].text.startswith("You are a helpful teacher.")
+    assert roots[0].text == SYSTEM_PROMPT
     assert len(roots[0].blocks) == 6
