@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 import param
+from panel.io import hold
 
 from kvviz.scenarios import clone
 
@@ -45,8 +46,11 @@ class NodeState(param.Parameterized):
         return max(t.num_steps for t in self.timelines)
 
     def _refresh(self, notice: str = "", **extra) -> None:
-        """Publish the engines' current snapshots (one batched param update)."""
-        self.param.update({"notice": notice, "version": self.version + 1, **self._snapshots(), **extra})
+        """Publish the engines' current snapshots: one batched param update, and (in a served
+        session) one message to the browser with every pane and figure it changes. Without a
+        session `hold` does nothing."""
+        with hold():
+            self.param.update({"notice": notice, "version": self.version + 1, **self._snapshots(), **extra})
 
     def _snapshots(self) -> dict:
         raise NotImplementedError
