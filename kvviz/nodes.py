@@ -16,6 +16,7 @@ from kvviz.metric_card import MetricCard, card_row
 from kvviz.page_table import PageTable
 from kvviz.radix_tree import RadixTree
 from kvviz.requests_table import RequestList
+from kvviz.widgets import Checkbox, IntSlider
 
 RESERVE_LABEL = "Reserved length (blocks)"
 
@@ -60,8 +61,8 @@ class FragmentationNode(NodeView):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        slider = pn.widgets.IntSlider.from_param(s.param.reserve, label=RESERVE_LABEL, css_classes=["kv-reserve"],
-                                                 sizing_mode="stretch_width", min_width=220)
+        slider = IntSlider.from_param(s.param.reserve, label=RESERVE_LABEL, css_classes=["kv-reserve"],
+                                      sizing_mode="stretch_width", min_width=220)
         slider.param.watch(self._touch, "value")
         free = self._button("Free R2", s.free_r2, color="warning",
                             disabled=s.param.freed_r2)
@@ -150,7 +151,7 @@ class RadixNode(NodeView):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        sharing = pn.widgets.Checkbox.from_param(s.param.sharing, css_classes=["kv-sharing"])
+        sharing = Checkbox.from_param(s.param.sharing, css_classes=["kv-sharing"])
         names = AccessibleNames(names={"kv-sharing": s.param.sharing.label})
         sharing.param.watch(self._touch, "value")
         box = pn.widgets.TextInput.from_param(
