@@ -8,15 +8,13 @@ earlier one (a duplicate sharing would avoid) = dotted, paler, "≡"; a dark bar
 tokens / block size. Hover any cell for its block id, owners, page, tokens, ref count and text.
 Tooltip fields are HTML-escaped by Bokeh (no `{safe}` anywhere), so block text stays text.
 
-Hatching and dots are drawn as line segments (HATCH_LINES per cell, NaN where a cell has none),
-not with Bokeh's per-cell `hatch_pattern`: BokehJS paints a fresh pattern canvas for every cell
+Hatching and dots are drawn as line segments (HATCH_LINES per cell, hidden where unused), not
+with Bokeh's per-cell `hatch_pattern`: BokehJS paints a fresh pattern canvas for every cell
 of every copy of the glyph on each update, which cost tens of milliseconds per strip and click.
 An update sends only the columns that changed (kvviz/sources.py).
 """
 
 from __future__ import annotations
-
-import math
 
 import panel as pn
 import param
@@ -25,6 +23,7 @@ from bokeh.plotting import figure
 
 from engine import Snapshot
 from kvviz import format as fmt
+from kvviz.redraw import Redraw
 from kvviz.sources import assign
 
 # Okabe & Ito's colour-blind-safe palette (black left out: it is the outline colour).
@@ -32,7 +31,8 @@ OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "
 DARK_FILLS = {"#0072B2", "#D55E00", "#009E73", "#CC79A7"}
 FREE_FILL, FREE_LINE, CACHED_FILL = "#f4f4f4", "#b9b9b9", "#bdbdbd"
 CELL_W, CELL_H = 0.9, 0.8  # a cell, in data units (one unit per block across, per row down)
-HATCH_LINES = 5  # stripes in a hatched cell (reserved: "/" in the owner's colour; copy: dotted "=")
+DIAGONALS, RULES = 5, 2  # a cell's stripes: "/" for reserved (owner's colour), dotted "=" for a copy
+HATCH_LINES = DIAGONALS + RULES
 PER_ROW = 16  # cells per row on a wide screen
 NARROW_PER_ROW = 8  # ... and when the figure is narrower than NARROW_PX (a phone)
 NARROW_PX = 520
@@ -92,39 +92,41 @@ def _mark_copies(snap: Snapshot, rows: list[dict]) -> None:
             first[key] = b.block_id
 
 
-def _stripes(pattern: str) -> list[tuple[float, float, float, float]]:
-    """HATCH_LINES segments (dx0, dy0, dx1, dy1) from a cell's centre, in data units (y grows
-    downwards); NaN for the ones a pattern does not use."""
+def _stripes() -> list[tuple[float, float, float, float]]:
+    """A cell's HATCH_LINES segments (dx0, dy0, dx1, dy1) from its centre, in data units (y grows
+    downwards): DIAGONALS "/" stripes, then RULES horizontal rules."""
     w, h = CELL_W / 2, CELL_H / 2
-    if pattern == "/":  # lines u - v = c across the cell, u right and v up, both in [-1, 1]
-        out = []
-        for k in range(HATCH_LINES):
-            c = 2 * (k + 1) / (HATCH_LINES + 1) * 2 - 2
-            (u0, v0), (u1, v1) = ((-1 + c, -1), (1, 1 - c)) if c >= 0 else ((-1, -1 - c), (1 + c, 1))
-            out.append((u0 * w, -v0 * h, u1 * w, -v1 * h))
-        return out
-    if pattern == ".":  # two dotted rules, near the top and the bottom of the cell
-        return [(-w, v * h, w, v * h) for v in (-0.62, 0.62)] + [(math.nan,) * 4] * (HATCH_LINES - 2)
-    return [(math.nan,) * 4] * HATCH_LINES
+    out = []
+    for k in range(DIAGONALS):  # lines u - v = c across the cell, u right and v up, both in [-1, 1]
+        c = 4 * (k + 1) / (DIAGONALS + 1) - 2
+        (u0, v0), (u1, v1) = ((-1 + c, -1), (1, 1 - c)) if c >= 0 else ((-1, -1 - c), (1 + c, 1))
+        out.append((u0 * w, -v0 * h, u1 * w, -v1 * h))
+    return out + [(-w, v * h, w, v * h) for v in (-0.62, 0.62)[:RULES]]
+
+
+STRIPES = _stripes()
 
 
 def _hatch_data(cells: dict) -> dict:
-    """The stripes of every cell: HATCH_LINES rows per block, in both layouts."""
+    """Every cell's HATCH_LINES stripes, in both layouts. The geometry never changes; a cell's
+    pattern only shows or hides its stripes (alpha) and colours them, so an update sends just
+    the `colour` and `alpha` columns. Reserved ("/"): the diagonals in the owner's colour;
+    copy ("."): the rules, dotted."""
     lines: dict[str, list] = {k: [] for k in ("colour", "alpha", "dash")}
     for suffix in ("", "_n"):
         for k in ("x0", "y0", "x1", "y1"):
             lines[k + suffix] = []
     for i, pattern in enumerate(cells["hatch"]):
-        stripes = _stripes(pattern)
-        look = ("#333333", 0.6, "dotted") if pattern == "." else (cells["line"][i], 0.8, "solid")
-        for stripe in stripes:
-            for k, v in zip(("colour", "alpha", "dash"), look, strict=True):
-                lines[k].append(v)
+        for j, stripe in enumerate(STRIPES):
+            diagonal = j < DIAGONALS
+            shown = pattern == ("/" if diagonal else ".")
+            lines["colour"].append(cells["line"][i] if shown and diagonal else "#333333")
+            lines["alpha"].append((0.8 if diagonal else 0.6) if shown else 0.0)
+            lines["dash"].append("solid" if diagonal else "dotted")
             for suffix in ("", "_n"):
                 x, y = cells["x" + suffix][i], cells["y" + suffix][i]
                 for k, centre, d in zip(("x0", "y0", "x1", "y1"), (x, y, x, y), stripe, strict=True):
-                    # math.nan itself where unused, so unchanged columns compare equal (sources.assign)
-                    lines[k + suffix].append(math.nan if math.isnan(d) else centre + d)
+                    lines[k + suffix].append(centre + d)
     return lines
 
 
@@ -205,10 +207,10 @@ class BlockStrip(pn.viewable.Viewer):
             narrow_per_row=NARROW_PER_ROW, narrow_px=NARROW_PX, row_px=ROW_PX)))
         self.figure = fig
         self._pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width", css_classes=["kv-strip"])
-        self.state.param.watch(self._update, self.snapshot_param)
+        self.state.param.watch(Redraw(self._update), self.snapshot_param)
 
-    def _update(self, event) -> None:
-        cells, bars, lines = strip_data(event.new)
+    def _update(self) -> None:
+        cells, bars, lines = strip_data(getattr(self.state, self.snapshot_param))
         with pn.io.hold():
             for source, data in ((self.cells, cells), (self.bars, bars), (self.lines, lines)):
                 assign(source, data)

@@ -10,6 +10,7 @@ import param
 
 from kvviz import text
 from kvviz.explain_state import CHECKS, QUESTION, ExplainState
+from kvviz.redraw import Redraw
 
 
 def facts_html(state: ExplainState, *_deps) -> str:
@@ -32,6 +33,10 @@ class ExplainNode(pn.viewable.Viewer):
         s = self.state
         live = [s.fragmentation.param.snapshot, s.paging.param.paged, s.paging.param.contiguous,
                 s.radix.param.snapshot]
+        facts = pn.pane.HTML(facts_html(s), sizing_mode="stretch_width")
+        redraw = Redraw(lambda: setattr(facts, "object", facts_html(s)))
+        for p in live:
+            p.owner.param.watch(redraw, p.name)
         checks = []
         for c in CHECKS:
             box = pn.widgets.TextInput(label="Your answer", placeholder="a whole number", width=160)
@@ -57,7 +62,7 @@ class ExplainNode(pn.viewable.Viewer):
             pn.pane.HTML(f'<blockquote class="kv-big-question">{html.escape(QUESTION)}</blockquote>',
                          sizing_mode="stretch_width"),
             answer,
-            pn.pane.HTML(pn.bind(facts_html, s, *live), sizing_mode="stretch_width"),
+            facts,
             pn.pane.Markdown("#### Check yourself against the live engine", sizing_mode="stretch_width",
                              css_classes=["kv-prose"]),
             pn.FlexBox(*checks, flex_wrap="wrap", sizing_mode="stretch_width"),

@@ -15,6 +15,7 @@ from kvviz.controls import Transport
 from kvviz.metric_card import MetricCard, card_row
 from kvviz.page_table import PageTable
 from kvviz.radix_tree import RadixTree
+from kvviz.redraw import Redraw
 from kvviz.requests_table import RequestList
 from kvviz.widgets import Checkbox, IntSlider
 
@@ -166,6 +167,8 @@ class RadixNode(NodeView):
             MetricCard(state=s, label="SAVED", value=fmt.saved,
                        counts="1 − stored ÷ no-sharing: the share of the live requests' memory that sharing saves."),
         )
+        events = pn.pane.HTML(events_html(s.snapshot), sizing_mode="stretch_width", margin=(0, 10))
+        s.param.watch(Redraw(lambda: setattr(events, "object", events_html(s.snapshot))), "snapshot")
         prefill = card_row(
             MetricCard(state=s, label="PREFILL COMPUTED", value=lambda m: f"{m.prefill_tokens_computed} tok",
                        counts="Prompt tokens whose KV the model computed."),
@@ -192,7 +195,7 @@ class RadixNode(NodeView):
             self._transport(),
             RadixTree(state=s),
             prefill,
-            pn.pane.HTML(pn.bind(events_html, s.param.snapshot), sizing_mode="stretch_width", margin=(0, 10)),
+            events,
             RequestList(state=s, pool="paged"),
         )
 

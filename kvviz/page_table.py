@@ -16,6 +16,7 @@ from bokeh.plotting import figure
 
 from engine import Snapshot
 from kvviz.block_strip import DARK_FILLS, FREE_FILL, FREE_LINE, owner_colour
+from kvviz.redraw import Redraw
 from kvviz.sources import assign
 
 PAGE_Y, BLOCK_Y = 0.5, 2.6
@@ -95,7 +96,7 @@ class PageTable(pn.viewable.Viewer):
         self.figure = fig
         self._text = pn.pane.HTML(summary_html(self._snap, self.state.request, self.snapshot_param),
                                   sizing_mode="stretch_width", margin=(0, 10))
-        self.state.param.watch(self._update, [self.snapshot_param, "request"])
+        self.state.param.watch(Redraw(self._update), [self.snapshot_param, "request"])
         self._layout = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width"), self._text,
                                  sizing_mode="stretch_width")
 
@@ -103,7 +104,7 @@ class PageTable(pn.viewable.Viewer):
     def _snap(self) -> Snapshot:
         return getattr(self.state, self.snapshot_param)
 
-    def _update(self, *_events) -> None:
+    def _update(self) -> None:
         pages, blocks, links = table_data(self._snap, self.state.request)
         with pn.io.hold():
             for source, data in ((self.pages, pages), (self.blocks, blocks), (self.links, links)):

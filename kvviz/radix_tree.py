@@ -14,6 +14,7 @@ from bokeh.plotting import figure
 
 from engine import Snapshot
 from kvviz import format as fmt
+from kvviz.redraw import Redraw
 from kvviz.sources import assign, padded
 
 ROW_PX = 58
@@ -100,7 +101,7 @@ class RadixTree(pn.viewable.Viewer):
                  text_font_size="11px", text_color="#333333", y_offset=3)
         self.figure = fig
         self._empty = pn.pane.HTML(self._empty_html(), sizing_mode="stretch_width", margin=(0, 10))
-        self.state.param.watch(self._update, "snapshot")
+        self.state.param.watch(Redraw(self._update), "snapshot")
         fig.visible = self.state.sharing  # (a Bokeh pane does not pass `visible` on to its figure)
         self._layout = pn.Column(self._empty, pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
                                  sizing_mode="stretch_width")
@@ -115,8 +116,8 @@ class RadixTree(pn.viewable.Viewer):
         return ('<div class="kv-note">Prefix sharing is off, so the engine keeps no radix tree: every '
                 "request computes and stores its own copy of the system prompt.</div>")
 
-    def _update(self, event) -> None:
-        nodes, edges, rows = source_data(event.new)
+    def _update(self) -> None:
+        nodes, edges, rows = source_data(self.state.snapshot)
         depth = max(x for x in nodes["x"] if x == x)  # (NaN rows are padding)
         with pn.io.hold():
             assign(self.nodes, nodes)
