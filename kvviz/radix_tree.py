@@ -102,9 +102,14 @@ class RadixTree(pn.viewable.Viewer):
         self.figure = fig
         self._empty = pn.pane.HTML(self._empty_html(), sizing_mode="stretch_width", margin=(0, 10))
         self.state.param.watch(Redraw(self._update), "snapshot")
-        fig.visible = self.state.sharing  # (a Bokeh pane does not pass `visible` on to its figure)
+        fig.css_classes = self._css_classes()
         self._layout = pn.Column(self._empty, pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
                                  sizing_mode="stretch_width")
+
+    def _css_classes(self) -> list[str]:
+        """Hidden by CSS while sharing is off: toggling Bokeh's `visible` instead re-lays out the
+        whole page in the browser (about 100 ms a toggle)."""
+        return ["kv-tree"] if self.state.sharing else ["kv-tree", "kv-off"]
 
     @staticmethod
     def _height(rows: int) -> int:
@@ -124,9 +129,10 @@ class RadixTree(pn.viewable.Viewer):
             assign(self.edges, edges)
             self.figure.y_range.start, self.figure.y_range.end = rows - 0.5, -0.5
             self.figure.x_range.end = max(3.5, depth + 0.5)
-            self.figure.height = self._height(rows)
+            if self.state.sharing:  # (hidden, it keeps its height: no re-layout on the way back)
+                self.figure.height = self._height(rows)
             self._empty.object = self._empty_html()
-            self.figure.visible = self.state.sharing
+            self.figure.css_classes = self._css_classes()
 
     def __panel__(self):
         return self._layout

@@ -140,9 +140,16 @@ def test_toggling_prefix_sharing_redraws_the_tree_without_page_errors(page, less
     page.goto(f"{lesson_url}?node=radix")
     expect(metric(page, "SAVED")).to_have_text("0%")
     sharing = page.locator(".kv-sharing input")
+    tree = page.locator(".kv-tree")
+    expect(tree).to_be_hidden()
     for saved in ("50%", "0%") * 3:
         sharing.click()
         expect(metric(page, "SAVED")).to_have_text(saved)
+        if saved == "50%":
+            expect(tree).to_be_visible()
+            assert tree.bounding_box()["height"] > 200  # the four branches, drawn
+        else:
+            expect(tree).to_be_hidden()
         page.wait_for_timeout(300)  # let Bokeh finish redrawing the tree
     assert page.kv_errors == []
 
