@@ -9,17 +9,18 @@ renderer's several updates can interleave and a label is styled from an array of
 length (`RangeError: Offset is outside the bounds of the DataView` in `set_visuals`). So a
 figure whose row count varies with every action (the radix tree) gets sources of a fixed
 capacity: the real rows first, then rows that draw nothing (NaN positions, skipped by every
-glyph and by hover).
+glyph and by hover). Position columns are NumPy arrays: Bokeh sends them as binary buffers,
+where a NaN in a list would be written out as a JSON object per value.
 """
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
 
 def padded(columns: dict[str, list], capacity: int, positions: tuple[str, ...]) -> dict[str, list]:
     """`columns` (equal lengths, at most `capacity` rows) grown to `capacity` rows: the
-    `positions` columns with NaN, the others repeating their first value (or NaN when empty)."""
+    `positions` columns as float arrays ending in NaN, the others repeating their first value."""
     lengths = {len(v) for v in columns.values()}
     if len(lengths) != 1:
         raise ValueError(f"columns of unequal lengths {sorted(lengths)}: {sorted(columns)}")
@@ -28,18 +29,31 @@ def padded(columns: dict[str, list], capacity: int, positions: tuple[str, ...]) 
         raise ValueError(f"{n} rows do not fit a source of {capacity}")
     out = {}
     for name, values in columns.items():
-        fill = math.nan if name in positions or not values else values[0]
-        out[name] = list(values) + [fill] * (capacity - n)
+        if name in positions:
+            out[name] = np.full(capacity, np.nan)
+            out[name][:n] = values
+        elif n:
+            out[name] = list(values) + [values[0]] * (capacity - n)
+        else:
+            raise ValueError(f"column {name!r} is empty: nothing to repeat")
     return out
 
 
 def assign(source, data: dict[str, list]) -> None:
-    """Make `source.data` equal `data`, sending only the columns that differ. Columns are
-    compared as lists (NaN padding is `math.nan`, the same object, so it compares equal)."""
+    """Make `source.data` equal `data`, sending only the columns that differ (NaN equals NaN)."""
     old = source.data
     if set(old) != set(data) or len({len(v) for v in (*old.values(), *data.values())}) > 1:
         source.data = data  # new columns or a new length: replace everything at once
         return
-    changed = {k: v for k, v in data.items() if list(old[k]) != v}
+    changed = {k: v for k, v in data.items() if not _same(old[k], v)}
     if changed:
         source.data.update(changed)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.dtype.kind == "f" and b.dtype.kind == "f":
+            return a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+        return a.shape == b.shape and bool(np.all(a == b))
+    return list(a) == list(b)
