@@ -102,14 +102,16 @@ class RadixTree(pn.viewable.Viewer):
         self.figure = fig
         self._empty = pn.pane.HTML(self._empty_html(), sizing_mode="stretch_width", margin=(0, 10))
         self.state.param.watch(Redraw(self._update), "snapshot")
-        fig.css_classes = self._css_classes()
+        fig.css_classes = ["kv-tree"]
+        fig.html_attributes = self._off()
         self._layout = pn.Column(self._empty, pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
                                  sizing_mode="stretch_width")
 
-    def _css_classes(self) -> list[str]:
-        """Hidden by CSS while sharing is off: toggling Bokeh's `visible` instead re-lays out the
-        whole page in the browser (about 100 ms a toggle)."""
-        return ["kv-tree"] if self.state.sharing else ["kv-tree", "kv-off"]
+    def _off(self) -> dict[str, str]:
+        """While sharing is off the figure carries `data-off` and kvviz.css hides it. Bokeh's
+        `visible` or a CSS class would do the same, but changing either makes BokehJS lay out the
+        whole page again (about 100 ms a toggle); an HTML attribute does not."""
+        return {} if self.state.sharing else {"data-off": ""}
 
     @staticmethod
     def _height(rows: int) -> int:
@@ -132,7 +134,7 @@ class RadixTree(pn.viewable.Viewer):
             if self.state.sharing:  # (hidden, it keeps its height: no re-layout on the way back)
                 self.figure.height = self._height(rows)
             self._empty.object = self._empty_html()
-            self.figure.css_classes = self._css_classes()
+            self.figure.html_attributes = self._off()
 
     def __panel__(self):
         return self._layout
