@@ -45,12 +45,13 @@ class NodeState(param.Parameterized):
     def step_count(self) -> int:
         return max(t.num_steps for t in self.timelines)
 
-    def _refresh(self, notice: str = "", **extra) -> None:
-        """Publish the engines' current snapshots: one batched param update, and (in a served
-        session) one message to the browser with every pane and figure it changes. Without a
-        session `hold` does nothing."""
+    def _refresh(self, notice: str = "", snapshots: dict | None = None, **extra) -> None:
+        """Publish the engines' current snapshots (`snapshots`, else `_snapshots()`): one batched
+        param update, and (in a served session) one message to the browser with every pane and
+        figure it changes. Without a session `hold` does nothing."""
         with hold():
-            self.param.update({"notice": notice, "version": self.version + 1, **self._snapshots(), **extra})
+            snapshots = self._snapshots() if snapshots is None else snapshots
+            self.param.update({"notice": notice, "version": self.version + 1, **snapshots, **extra})
 
     def _snapshots(self) -> dict:
         raise NotImplementedError

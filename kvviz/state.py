@@ -84,27 +84,29 @@ class PagingState(NodeState):
         self.prompt = self.scenario.next_request()[0]
         self._refresh()
 
-    def _snapshots(self) -> dict:
+    def _snapshots(self, show_newest: bool = False) -> dict:
         paged = self.scenario.paged.snapshot()
         names = [r.name for r in paged.requests]
         self.param.request.objects = names
-        chosen = self.request if self.request in names else (names[0] if names else None)
+        if show_newest and names:
+            chosen = names[-1]
+        else:
+            chosen = self.request if self.request in names else (names[0] if names else None)
         # What was added since the defaults, read from the ops (Step back or Rewind can drop some).
         added = [op.prompt for op in self.scenario.paged.ops if op.kind == "add"][Paging.NUM_INITIAL:]
         return {"contiguous": self.scenario.contiguous.snapshot(), "paged": paged, "request": chosen,
                 "added": added}
 
-
     def add_request(self, prompt: str | None = None) -> bool:
-        """Add a request for `prompt` (default: the prompt box) to both pools."""
+        """Add a request for `prompt` (default: the prompt box) to both pools; its block table is
+        the one drawn."""
         prompt = self.prompt if prompt is None else prompt
         if why := fmt.check_prompt(prompt):
             self.param.update(notice=why)
             return False
         if not self._try(self.scenario.add_prompt, prompt, not self.playing):
             return False
-        names = [r.name for r in self.scenario.paged.snapshot().requests]
-        self._refresh(prompt=self.scenario.next_request()[0], request=names[-1])
+        self._refresh(snapshots=self._snapshots(show_newest=True), prompt=self.scenario.next_request()[0])
         return True
 
     def reset(self) -> None:
