@@ -10,6 +10,7 @@ lesson's figures; Step / Play / Step back / Rewind let a class watch the same ru
 from __future__ import annotations
 
 import contextlib
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import param
 
@@ -22,6 +23,7 @@ from kvviz.scenarios import (
     Fragmentation,
     Paging,
     Radix,
+    clone,
 )
 
 
@@ -67,8 +69,27 @@ class FragmentationState(NodeState):
         self._refresh("Back to the lesson's starting point.", playing=False, reserve=default)
 
 
+# Node 02's look-ahead: one background engine run at a time for the whole process, so that
+# guessing never crowds out the sessions' own actions on a shared machine.
+_AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-ahead")
+
+
+def _add_ahead(scenario: Paging, prompt: str) -> Paging:
+    scenario.add_prompt(prompt, True)
+    return scenario
+
+
 class PagingState(NodeState):
-    """Node 02: the same requests into a contiguous pool (6-block slabs) and a paged pool."""
+    """Node 02: the same requests into a contiguous pool (6-block slabs) and a paged pool.
+
+    Add request runs both engines until idle, tens of engine steps: the slowest action of the
+    lesson. Its likely next use is known (the prompt box holds the stream's next prompt), so after
+    Add request, Reset and at start a copy of the scenario runs that add in a background thread;
+    the next Add request of the same prompt from the same state adopts the copy (waiting for it
+    if it is still running) instead of starting over. The engine is deterministic, so the copy
+    holds exactly the tokens and blocks the add would have made. Any other action, or another
+    prompt, drops it.
+    """
 
     key = "paging"
     prompt = param.String(default="", label="Prompt", doc="the next request's prompt (plain text)")
@@ -80,9 +101,35 @@ class PagingState(NodeState):
 
     def __init__(self, **params):
         super().__init__(**params)
+        self._ahead: tuple[tuple, Future] | None = None  # ((version, prompt), the add running ahead)
         self.scenario = fresh(Paging)
         self.prompt = self.scenario.next_request()[0]
         self._refresh()
+        self._look_ahead()
+
+    def _look_ahead(self) -> None:
+        """Start the add of the prompt in the box on a copy of the scenario, in the background."""
+        self._drop_ahead()
+        if not self.playing and not fmt.check_prompt(self.prompt):
+            key = (self.version, self.prompt)
+            self._ahead = (key, _AHEAD.submit(_add_ahead, clone(self.scenario), self.prompt))
+
+    def _drop_ahead(self) -> None:
+        if self._ahead is not None:
+            self._ahead[1].cancel()  # (a run already started finishes and is thrown away)
+            self._ahead = None
+
+    def _take_ahead(self, prompt: str) -> Paging | None:
+        """The scenario after adding `prompt`, if it was computed ahead from the state now."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None or ahead[0] != (self.version, prompt) or self.playing:
+            if ahead is not None:
+                ahead[1].cancel()
+            return None
+        try:
+            return ahead[1].result()
+        except (ValueError, KeyError):
+            return None  # the add itself failed: do it again here, to say why
 
     def _snapshots(self, show_newest: bool = False) -> dict:
         paged = self.scenario.paged.snapshot()
@@ -104,15 +151,20 @@ class PagingState(NodeState):
         if why := fmt.check_prompt(prompt):
             self.param.update(notice=why)
             return False
-        if not self._try(self.scenario.add_prompt, prompt, not self.playing):
+        ahead = self._take_ahead(prompt)
+        if ahead is not None:
+            self.scenario = ahead
+        elif not self._try(self.scenario.add_prompt, prompt, not self.playing):
             return False
         self._refresh(snapshots=self._snapshots(show_newest=True), prompt=self.scenario.next_request()[0])
+        self._look_ahead()
         return True
 
     def reset(self) -> None:
         self.scenario = fresh(Paging)
         self._refresh("Back to the lesson's starting point.", playing=False,
                       prompt=self.scenario.next_request()[0], request=None)
+        self._look_ahead()
 
 
 class RadixState(NodeState):

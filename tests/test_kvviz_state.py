@@ -12,7 +12,7 @@ import torch
 from kvviz import format as fmt
 from kvviz import urlstate
 from kvviz.explain_state import ExplainState
-from kvviz.scenarios import Fragmentation, Radix
+from kvviz.scenarios import Fragmentation, Radix, clone
 from kvviz.state import FragmentationState, PagingState, RadixState
 
 torch.set_num_threads(1)  # tiny model steps: one thread is fastest
@@ -157,6 +157,26 @@ def test_add_request_refills_the_box_with_the_next_prompt_and_shows_its_table(pa
     assert paging.paged.requests[-1].prompt == first
     assert paging.prompt != first
     assert paging.request == paging.paged.requests[-1].name
+
+
+def test_add_request_adopts_the_add_computed_ahead_which_equals_a_direct_add(paging):
+    direct = clone(paging.scenario)
+    direct.add_prompt(paging.prompt, True)
+    ahead = paging._ahead[1].result()  # the background run started at construction
+    assert paging.add_request()
+    assert paging.scenario is ahead
+    assert same_state(paging.paged, direct.paged.snapshot())
+    assert same_state(paging.contiguous, direct.contiguous.snapshot())
+
+
+def test_add_computed_ahead_is_dropped_when_the_state_changed(paging):
+    ahead = paging._ahead[1].result()
+    paging.step_back()  # the add ran ahead from the state before this step back
+    direct = clone(paging.scenario)
+    direct.add_prompt(paging.prompt, True)
+    assert paging.add_request()
+    assert paging.scenario is not ahead
+    assert same_state(paging.paged, direct.paged.snapshot())
 
 
 def test_hostile_prompt_is_stored_verbatim(paging):
