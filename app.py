@@ -10,6 +10,8 @@ components' shadow roots; no static route is needed (assets/embed.html can be op
 or served with `--static-dirs assets=./assets`).
 """
 
+import contextlib
+
 import panel as pn
 import torch
 
@@ -23,7 +25,11 @@ work_offline()
 pn.extension(raw_css=[stylesheet()], throttled=True, notifications=False)
 
 lesson = Lesson(pn.state.session_args)
-if lesson.url.node:
-    lesson.node_page(lesson.url.node).servable(title=f"Managing the KV cache · {lesson.url.node}")
-else:
-    lesson.full_page().servable(title="Managing the KV cache")
+doc = pn.state.curdoc
+# Each root added to the document recomputes its whole model graph; the template adds a dozen
+# roots. Frozen, the graph is computed once, when the page is complete.
+with doc.models.freeze() if doc is not None else contextlib.nullcontext():
+    if lesson.url.node:
+        lesson.node_page(lesson.url.node).servable(title=f"Managing the KV cache · {lesson.url.node}")
+    else:
+        lesson.full_page().servable(title="Managing the KV cache")
