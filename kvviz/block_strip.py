@@ -186,10 +186,9 @@ class BlockStrip(pn.viewable.Viewer):
             ("block", "@block_id"), ("state", "@state"), ("owner(s)", "@owners"), ("logical page", "@page"),
             ("tokens", "@tokens"), ("ref count", "@ref_count"), ("text", "@text"),
         ])
-        fig = figure(height=rows * ROW_PX + 28, x_range=(0, PER_ROW), y_range=(rows, 0), tools=[hover],
+        fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
+                     height=rows * ROW_PX + 28, x_range=(0, PER_ROW), y_range=(rows, 0), tools=[hover],
                      toolbar_location=None, sizing_mode="stretch_width", min_border=4, title=self.title)
-        fig.axis.visible = False
-        fig.grid.visible = False
         fig.outline_line_color = None
         fig.title.text_font_size = "15px"
         cell = fig.rect("x", "y", CELL_W, CELL_H, source=self.cells, fill_color="fill", fill_alpha="alpha",

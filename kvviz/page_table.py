@@ -78,11 +78,10 @@ class PageTable(pn.viewable.Viewer):
         pages, blocks, links = table_data(self._snap, self.state.request)
         self.pages, self.blocks, self.links = (ColumnDataSource(d) for d in (pages, blocks, links))
         n = self._snap.metrics.blocks_total
-        fig = figure(height=150, x_range=(0, n), y_range=(3.2, -0.45), toolbar_location=None, min_border=4,
+        fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
+                     height=150, x_range=(0, n), y_range=(3.2, -0.45), toolbar_location=None, min_border=4,
                      sizing_mode="stretch_width", title=self.title,
                      tools=[HoverTool(tooltips=[("", "@info")])])
-        fig.axis.visible = False
-        fig.grid.visible = False
         fig.outline_line_color = None
         fig.title.text_font_size = "15px"
         fig.segment("x0", "y0", "x1", "y1", source=self.links, line_color="#333333", line_width=1.5)

@@ -83,12 +83,11 @@ class RadixTree(pn.viewable.Viewer):
         super().__init__(**params)
         nodes, edges, rows = source_data(self.state.snapshot)
         self.nodes, self.edges = ColumnDataSource(nodes), ColumnDataSource(edges)
-        fig = figure(height=self._height(rows), x_range=(-0.5, 3.5), y_range=(rows - 0.5, -0.5),
+        fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
+                     height=self._height(rows), x_range=(-0.5, 3.5), y_range=(rows - 0.5, -0.5),
                      toolbar_location=None, sizing_mode="stretch_width", min_border=4,
                      title="Radix tree of cached prefixes (root at the left)",
                      tools=[HoverTool(tooltips=[("text", "@text"), ("blocks", "@blocks"), ("lock", "@lock")])])
-        fig.axis.visible = False
-        fig.grid.visible = False
         fig.outline_line_color = None
         fig.title.text_font_size = "15px"
         fig.segment("x0", "y0", "x1", "y1", source=self.edges, line_color="#333333", line_width=2)
