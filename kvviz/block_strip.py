@@ -24,7 +24,7 @@ from bokeh.plotting import figure
 from engine import Snapshot
 from kvviz import format as fmt
 from kvviz.redraw import Redraw
-from kvviz.sources import assign
+from kvviz.sources import assign, binary
 
 # Okabe & Ito's colour-blind-safe palette (black left out: it is the outline colour).
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
@@ -180,7 +180,7 @@ class BlockStrip(pn.viewable.Viewer):
         super().__init__(**params)
         snap = getattr(self.state, self.snapshot_param)
         rows = -(-len(snap.blocks) // PER_ROW)
-        cells, bars, lines = strip_data(snap)
+        cells, bars, lines = (binary(d) for d in strip_data(snap))
         self.cells, self.bars, self.lines = ColumnDataSource(cells), ColumnDataSource(bars), ColumnDataSource(lines)
         hover = HoverTool(tooltips=[
             ("block", "@block_id"), ("state", "@state"), ("owner(s)", "@owners"), ("logical page", "@page"),
@@ -212,7 +212,7 @@ class BlockStrip(pn.viewable.Viewer):
         cells, bars, lines = strip_data(getattr(self.state, self.snapshot_param))
         with pn.io.hold():
             for source, data in ((self.cells, cells), (self.bars, bars), (self.lines, lines)):
-                assign(source, data)
+                assign(source, binary(data))
 
     def __panel__(self):
         return self._pane

@@ -17,7 +17,7 @@ from bokeh.plotting import figure
 from engine import Snapshot
 from kvviz.block_strip import DARK_FILLS, FREE_FILL, FREE_LINE, owner_colour
 from kvviz.redraw import Redraw
-from kvviz.sources import assign
+from kvviz.sources import assign, binary
 
 PAGE_Y, BLOCK_Y = 0.5, 2.6
 
@@ -76,7 +76,7 @@ class PageTable(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         pages, blocks, links = table_data(self._snap, self.state.request)
-        self.pages, self.blocks, self.links = (ColumnDataSource(d) for d in (pages, blocks, links))
+        self.pages, self.blocks, self.links = (ColumnDataSource(binary(d)) for d in (pages, blocks, links))
         n = self._snap.metrics.blocks_total
         fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
                      height=150, x_range=(0, n), y_range=(3.2, -0.45), toolbar_location=None, min_border=4,
@@ -107,7 +107,7 @@ class PageTable(pn.viewable.Viewer):
         pages, blocks, links = table_data(self._snap, self.state.request)
         with pn.io.hold():
             for source, data in ((self.pages, pages), (self.blocks, blocks), (self.links, links)):
-                assign(source, data)
+                assign(source, binary(data))
             self._text.object = summary_html(self._snap, self.state.request, self.snapshot_param)
 
     def __panel__(self):

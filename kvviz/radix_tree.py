@@ -15,7 +15,7 @@ from bokeh.plotting import figure
 from engine import Snapshot
 from kvviz import format as fmt
 from kvviz.redraw import Redraw
-from kvviz.sources import assign, padded
+from kvviz.sources import assign, binary, padded
 
 ROW_PX = 58
 LABEL_CHARS = 26
@@ -82,7 +82,7 @@ class RadixTree(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         nodes, edges, rows = source_data(self.state.snapshot)
-        self.nodes, self.edges = ColumnDataSource(nodes), ColumnDataSource(edges)
+        self.nodes, self.edges = ColumnDataSource(binary(nodes)), ColumnDataSource(binary(edges))
         fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
                      height=self._height(rows), x_range=(-0.5, 3.5), y_range=(rows - 0.5, -0.5),
                      toolbar_location=None, sizing_mode="stretch_width", min_border=4,
@@ -126,8 +126,8 @@ class RadixTree(pn.viewable.Viewer):
         nodes, edges, rows = source_data(self.state.snapshot)
         depth = max(x for x in nodes["x"] if x == x)  # (NaN rows are padding)
         with pn.io.hold():
-            assign(self.nodes, nodes)
-            assign(self.edges, edges)
+            assign(self.nodes, binary(nodes))
+            assign(self.edges, binary(edges))
             self.figure.y_range.start, self.figure.y_range.end = rows - 0.5, -0.5
             self.figure.x_range.end = max(3.5, depth + 0.5)
             if self.state.sharing:  # (hidden, it keeps its height: no re-layout on the way back)

@@ -57,3 +57,19 @@ def _same(a, b) -> bool:
             return a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
         return a.shape == b.shape and bool(np.all(a == b))
     return list(a) == list(b)
+
+
+def binary(columns: dict[str, list]) -> dict:
+    """`columns` with every all-number column as a NumPy array (float64, or int32 for whole
+    numbers): Bokeh sends an array as one binary buffer, a list number by number, which is most
+    of the time it takes to serialise a page's figures."""
+    out = {}
+    for name, values in columns.items():
+        if isinstance(values, np.ndarray) or not len(values) or not all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            out[name] = values
+        elif all(isinstance(v, int) for v in values):
+            out[name] = np.asarray(values, dtype=np.int32)
+        else:
+            out[name] = np.asarray(values, dtype=np.float64)
+    return out

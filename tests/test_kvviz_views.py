@@ -119,7 +119,7 @@ def test_page_table_follows_the_added_request():
     state.add_request("A student's own prompt")
     newest = state.paged.requests[-1]
     assert state.request == newest.name
-    assert table.links.data["x1"] == [b + 0.5 for b in newest.block_table]
+    assert list(table.links.data["x1"]) == [b + 0.5 for b in newest.block_table]
 
 
 def test_reset_returns_node_01_widgets_to_their_defaults():
