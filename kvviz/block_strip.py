@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, CustomJS, HoverTool
+from bokeh.models import ColumnDataSource, CustomJS, HoverTool, Quad, Rect, Segment, Text
 from bokeh.plotting import figure
 
 from engine import Snapshot
@@ -191,16 +191,21 @@ class BlockStrip(pn.viewable.Viewer):
                      toolbar_location=None, sizing_mode="stretch_width", min_border=4, title=self.title)
         fig.outline_line_color = None
         fig.title.text_font_size = "15px"
-        cell = fig.rect("x", "y", CELL_W, CELL_H, source=self.cells, fill_color="fill", fill_alpha="alpha",
-                        line_color="line", line_width="width", line_dash="dash")
+        # (add_glyph, not fig.rect & co: those also build a nonselection and a muted copy of each
+        # glyph, which the browser makes by itself when needed)
+        cell = fig.add_glyph(self.cells, Rect(
+            x="x", y="y", width=CELL_W, height=CELL_H, fill_color="fill", fill_alpha="alpha",
+            line_color="line", line_width="width", line_dash="dash"))
         hover.renderers = [cell]
-        stripes = fig.segment("x0", "y0", "x1", "y1", source=self.lines, line_color="colour", line_alpha="alpha",
-                              line_dash="dash", line_width=1.5)
-        bars = fig.quad(left="left", right="right", top="top", bottom="bottom", source=self.bars,
-                        fill_color="#222222", fill_alpha=0.75, line_color=None)
-        labels = fig.text("x", "y", text="label", source=self.cells, text_align="center",
-                          text_baseline="middle", text_font_size="12px", text_font_style="bold",
-                          text_color="ink", y_offset=-3)
+        stripes = fig.add_glyph(self.lines, Segment(
+            x0="x0", y0="y0", x1="x1", y1="y1", line_color="colour", line_alpha="alpha", line_dash="dash",
+            line_width=1.5))
+        bars = fig.add_glyph(self.bars, Quad(
+            left="left", right="right", top="top", bottom="bottom", fill_color="#222222", fill_alpha=0.75,
+            line_color=None))
+        labels = fig.add_glyph(self.cells, Text(
+            x="x", y="y", text="label", text_align="center", text_baseline="middle", text_font_size="12px",
+            text_font_style="bold", text_color="ink", y_offset=-3))
         fig.js_on_change("inner_width", CustomJS(code=REFLOW_JS, args=dict(
             fig=fig, cells=cell, labels=labels, bars=bars, stripes=stripes, count=len(snap.blocks), per_row=PER_ROW,
             narrow_per_row=NARROW_PER_ROW, narrow_px=NARROW_PX, row_px=ROW_PX)))

@@ -11,7 +11,7 @@ import html
 
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models import ColumnDataSource, HoverTool, Rect, Segment, Text
 from bokeh.plotting import figure
 
 from engine import Snapshot
@@ -84,14 +84,16 @@ class PageTable(pn.viewable.Viewer):
                      tools=[HoverTool(tooltips=[("", "@info")])])
         fig.outline_line_color = None
         fig.title.text_font_size = "15px"
-        fig.segment("x0", "y0", "x1", "y1", source=self.links, line_color="#333333", line_width=1.5)
-        fig.rect("x", "y", 0.9, 0.8, source=self.blocks, fill_color="fill", line_color="line")
-        fig.rect("x", "y", "w", 0.8, source=self.pages, fill_color="fill", line_color="#333333")
+        fig.add_glyph(self.links, Segment(x0="x0", y0="y0", x1="x1", y1="y1", line_color="#333333", line_width=1.5))
+        fig.add_glyph(self.blocks, Rect(x="x", y="y", width=0.9, height=0.8, fill_color="fill", line_color="line"))
+        fig.add_glyph(self.pages, Rect(x="x", y="y", width="w", height=0.8, fill_color="fill", line_color="#333333"))
         for src in (self.blocks, self.pages):
-            fig.text("x", "y", text="label", source=src, text_align="center", text_baseline="middle",
-                     text_font_size="11px", text_color="ink")
-        fig.text([0.1, 0.1], [PAGE_Y - 0.5, BLOCK_Y - 0.55], text=["logical pages", "physical blocks"],
-                 text_font_size="11px", text_color="#555555", text_baseline="bottom")
+            fig.add_glyph(src, Text(x="x", y="y", text="label", text_align="center", text_baseline="middle",
+                                    text_font_size="11px", text_color="ink"))
+        rows = ColumnDataSource({"x": [0.1, 0.1], "y": [PAGE_Y - 0.5, BLOCK_Y - 0.55],
+                                 "text": ["logical pages", "physical blocks"]})
+        fig.add_glyph(rows, Text(x="x", y="y", text="text", text_font_size="11px", text_color="#555555",
+                                 text_baseline="bottom"))
         self.figure = fig
         self._text = pn.pane.HTML(summary_html(self._snap, self.state.request, self.snapshot_param),
                                   sizing_mode="stretch_width", margin=(0, 10))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models import ColumnDataSource, HoverTool, Rect, Segment, Text
 from bokeh.plotting import figure
 
 from engine import Snapshot
@@ -90,14 +90,14 @@ class RadixTree(pn.viewable.Viewer):
                      tools=[HoverTool(tooltips=[("text", "@text"), ("blocks", "@blocks"), ("lock", "@lock")])])
         fig.outline_line_color = None
         fig.title.text_font_size = "15px"
-        fig.segment("x0", "y0", "x1", "y1", source=self.edges, line_color="#333333", line_width=2)
-        box = fig.rect("x", "y", 0.84, 0.78, source=self.nodes, fill_color="fill", line_color="#222222",
-                       line_dash="dash", line_width=1.5)
+        fig.add_glyph(self.edges, Segment(x0="x0", y0="y0", x1="x1", y1="y1", line_color="#333333", line_width=2))
+        box = fig.add_glyph(self.nodes, Rect(x="x", y="y", width=0.84, height=0.78, fill_color="fill",
+                                             line_color="#222222", line_dash="dash", line_width=1.5))
         fig.hover.renderers = [box]
-        fig.text("x", "y", text="label", source=self.nodes, text_align="center", text_baseline="bottom",
-                 text_font_size="12px", text_color="ink", y_offset=-1)
-        fig.text("x", "y", text="sub", source=self.nodes, text_align="center", text_baseline="top",
-                 text_font_size="11px", text_color="#333333", y_offset=3)
+        fig.add_glyph(self.nodes, Text(x="x", y="y", text="label", text_align="center", text_baseline="bottom",
+                                       text_font_size="12px", text_color="ink", y_offset=-1))
+        fig.add_glyph(self.nodes, Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
+                                       text_font_size="11px", text_color="#333333", y_offset=3))
         self.figure = fig
         self._empty = pn.pane.HTML(self._empty_html(), sizing_mode="stretch_width", margin=(0, 10))
         self.state.param.watch(Redraw(self._update), "snapshot")
