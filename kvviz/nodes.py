@@ -104,6 +104,7 @@ class PagingNode(NodeView):
         add = self._button("Add request", s.add_request, color="primary")
         reset = self._button("Reset", s.reset)
         chooser = pn.widgets.Select.from_param(s.param.request, label="Block table of", width=160)
+        pn.state.onload(s.look_ahead)  # (not while the page is being built: it would compete for the CPU)
         cards = card_row(
             MetricCard(state=s, snapshot_param="contiguous", label="CONTIGUOUS", value=fmt.full,
                        counts="Naive pool: tokens held ÷ token slots locked by slabs."),

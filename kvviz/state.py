@@ -84,7 +84,8 @@ class PagingState(NodeState):
 
     Add request runs both engines until idle, tens of engine steps: the slowest action of the
     lesson. Its likely next use is known (the prompt box holds the stream's next prompt), so after
-    Add request, Reset and at start a copy of the scenario runs that add in a background thread;
+    Add request, Reset and `look_ahead()` (the view calls it once the page has loaded) a copy of
+    the scenario runs that add in a background thread;
     the next Add request of the same prompt from the same state adopts the copy (waiting for it
     if it is still running) instead of starting over. The engine is deterministic, so the copy
     holds exactly the tokens and blocks the add would have made. Any other action, or another
@@ -105,9 +106,8 @@ class PagingState(NodeState):
         self.scenario = fresh(Paging)
         self.prompt = self.scenario.next_request()[0]
         self._refresh()
-        self._look_ahead()
 
-    def _look_ahead(self) -> None:
+    def look_ahead(self) -> None:
         """Start the add of the prompt in the box on a copy of the scenario, in the background."""
         self._drop_ahead()
         if not self.playing and not fmt.check_prompt(self.prompt):
@@ -157,14 +157,14 @@ class PagingState(NodeState):
         elif not self._try(self.scenario.add_prompt, prompt, not self.playing):
             return False
         self._refresh(snapshots=self._snapshots(show_newest=True), prompt=self.scenario.next_request()[0])
-        self._look_ahead()
+        self.look_ahead()
         return True
 
     def reset(self) -> None:
         self.scenario = fresh(Paging)
         self._refresh("Back to the lesson's starting point.", playing=False,
                       prompt=self.scenario.next_request()[0], request=None)
-        self._look_ahead()
+        self.look_ahead()
 
 
 class RadixState(NodeState):

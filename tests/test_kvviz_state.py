@@ -162,7 +162,8 @@ def test_add_request_refills_the_box_with_the_next_prompt_and_shows_its_table(pa
 def test_add_request_adopts_the_add_computed_ahead_which_equals_a_direct_add(paging):
     direct = clone(paging.scenario)
     direct.add_prompt(paging.prompt, True)
-    ahead = paging._ahead[1].result()  # the background run started at construction
+    paging.look_ahead()
+    ahead = paging._ahead[1].result()
     assert paging.add_request()
     assert paging.scenario is ahead
     assert same_state(paging.paged, direct.paged.snapshot())
@@ -170,6 +171,7 @@ def test_add_request_adopts_the_add_computed_ahead_which_equals_a_direct_add(pag
 
 
 def test_add_computed_ahead_is_dropped_when_the_state_changed(paging):
+    paging.look_ahead()
     ahead = paging._ahead[1].result()
     paging.step_back()  # the add ran ahead from the state before this step back
     direct = clone(paging.scenario)
