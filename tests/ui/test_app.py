@@ -200,3 +200,12 @@ def test_reserved_length_slider_is_found_by_its_accessible_name(page, lesson_url
     expect(slider).to_have_attribute("aria-valuenow", "8.0")
     slider.press("ArrowUp")
     expect(page).to_have_url(re.compile(r"reserve=9"))
+
+
+@pytest.mark.parametrize("node", ["fragmentation", "paging", "radix", "explain"])
+def test_phone_width_page_does_not_scroll_sideways(page, lesson_url, node):
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(f"{lesson_url}?node={node}")
+    page.locator(".kv-keyboard").wait_for(state="attached")
+    page.wait_for_timeout(500)  # let the layout settle
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
