@@ -10,7 +10,10 @@ $KVVIZ_CHROMIUM) and drives it as a student would, N interactions per node (defa
     fragmentation  cycle: "Reserved length" slider +1 (ArrowUp on its handle), "Free R2",
                    slider -1 (ArrowDown), "Reset"
     paging         "Add request" (the prompt box holds the next prompt of the stream), and
-                   "Reset" after PAGING_ADDS_PER_RESET adds, a classroom-sized session
+                   "Reset" after PAGING_ADDS_PER_RESET adds, a classroom-sized session. Add
+                   request computes the prompt and its first token, then plays on (one step
+                   per play tick) until the request has finished: timed is the click to that
+                   first update; the run then ends, untimed, before the next interaction
     radix          "Prefix sharing" on, off, on, ...
 
 A disabled widget is skipped; an action that would change no metric card (e.g. a full pool)
@@ -110,6 +113,7 @@ class Interaction:
     before: dict[str, str]
     after: dict[str, str]
     server_ms: float
+    settled: dict[str, str] | None = None  # the texts once the play it started (Add request) ends
 
     @property
     def changed(self) -> list[str]:
@@ -122,7 +126,9 @@ class Mirror:
 
     def __init__(self, node: str):
         self.node = node
-        self.page = Lesson({"node": [node.encode()]}).node_page(node)
+        lesson = Lesson({"node": [node.encode()]})
+        self.state = getattr(lesson, node)
+        self.page = lesson.node_page(node)
         self.page.get_root(Document())  # so that updates reach Bokeh models, as in a session
 
     def cards(self) -> dict[str, str]:
@@ -157,6 +163,17 @@ class Mirror:
             w.clicks += 1
             role = "button"
         return role, time.perf_counter() - start
+
+    def play_until_idle(self) -> bool:
+        """What the page's play timer does after Add request (not timed): tick until it stops.
+        True if it was playing."""
+        ticks = 0
+        while self.state.playing:
+            self.state.tick()
+            ticks += 1
+            if ticks > 10_000:
+                raise RuntimeError(f"node {self.node}: still playing after {ticks} ticks")
+        return ticks > 0
 
 
 def plan(node: str, count: int) -> tuple[dict[str, str], list[Interaction]]:
@@ -194,12 +211,14 @@ def plan(node: str, count: int) -> tuple[dict[str, str], list[Interaction]]:
             action = RESET  # the server gets Reset instead of this action
             role, seconds = mirror.act(action)
             after = node_cards()
+        settled = node_cards() if mirror.play_until_idle() else None
         if after == cards:
             idle += 1
+            cards = settled or cards
             continue
         idle = 0
-        out.append(Interaction(action, role, cards, after, 1000 * seconds))
-        cards = after
+        out.append(Interaction(action, role, cards, after, 1000 * seconds, settled))
+        cards = settled or after
     return initial, out
 
 
@@ -359,6 +378,10 @@ def measure(page, node: str, step: Interaction) -> dict:
     if "error" in r:
         raise RuntimeError(f"node {node}, {step.action.name}: {r['error']}; expected "
                            f"{' | '.join(step.after.values())!r}, saw {r['seen']}")
+    if step.settled is not None:  # Add request plays on: wait for it to end, as a student watches
+        page.locator(f'.kv-step[data-node="{node}"]').filter(has_text="idle").wait_for()
+        for label, text in step.settled.items():
+            page.locator(metric_selector(node, label)).filter(has_text=text).wait_for()
     return {"frame": r["tFrame"] - r["t0"], "dom": r["tDom"] - r["t0"]}
 
 

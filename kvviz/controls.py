@@ -11,7 +11,9 @@ import html
 import panel as pn
 import param
 
-PLAY_PERIOD_MS = 320
+from kvviz.live_html import LiveHTML
+
+PLAY_PERIOD_MS = 250
 
 
 class Player:
@@ -63,15 +65,15 @@ class Transport(pn.viewable.Viewer):
         self.back = pn.widgets.Button(label="◀ Step back", description="Undo one engine step (shortcut ←)")
         self.fwd = pn.widgets.Button(label="Step ▶", description="Run one engine step (shortcut →)")
         self.play = pn.widgets.Button(
-            label=pn.bind(lambda p: "⏸ Pause" if p else "▶ Play", s.param.playing),
+            label=pn.bind(lambda p: "❚❚ Pause" if p else "▶ Play", s.param.playing),
             color="primary", description="Step continuously (shortcut: space)",
         )
         for button, method in ((self.rewind, s.rewind), (self.back, s.step_back), (self.fwd, s.step),
                                (self.play, s.toggle_play)):
             button.on_click(act(method))
             button.css_classes = ["kv-transport-button"]
-        self.counter = pn.pane.HTML(pn.bind(self._counter, s.param.version, s.param.playing), margin=(8, 10))
-        self.notice = pn.pane.HTML(pn.bind(notice_html, s.param.notice), sizing_mode="stretch_width")
+        self.counter = LiveHTML(pn.bind(self._counter, s.param.version, s.param.playing), margin=(8, 10))
+        self.notice = LiveHTML(pn.bind(notice_html, s.param.notice), sizing_mode="stretch_width")
         self._layout = pn.Column(
             pn.FlexBox(self.rewind, self.back, self.fwd, self.play, self.counter, flex_wrap="wrap",
                        align_items="center", sizing_mode="stretch_width"),

@@ -10,6 +10,7 @@ import param
 
 from kvviz import text
 from kvviz.explain_state import CHECKS, QUESTION, ExplainState
+from kvviz.live_html import LiveHTML
 from kvviz.redraw import Redraw
 
 
@@ -33,7 +34,7 @@ class ExplainNode(pn.viewable.Viewer):
         s = self.state
         live = [s.fragmentation.param.snapshot, s.paging.param.paged, s.paging.param.contiguous,
                 s.radix.param.snapshot]
-        facts = pn.pane.HTML(facts_html(s), sizing_mode="stretch_width")
+        facts = LiveHTML(facts_html(s), sizing_mode="stretch_width")
         redraw = Redraw(lambda: setattr(facts, "object", facts_html(s)))
         for p in live:
             p.owner.param.watch(redraw, p.name)
@@ -46,7 +47,7 @@ class ExplainNode(pn.viewable.Viewer):
             checks.append(pn.Column(
                 pn.pane.HTML(f'<div class="kv-question">{html.escape(c.question)}</div>', margin=(0, 10)),
                 pn.Row(box, button),
-                pn.pane.HTML(pn.bind(feedback_html, s, c.key, s.param.feedback), margin=(0, 10)),
+                LiveHTML(pn.bind(feedback_html, s, c.key, s.param.feedback), margin=(0, 10)),
                 css_classes=["kv-check"], sizing_mode="stretch_width",
             ))
         answer = pn.widgets.TextAreaInput.from_param(

@@ -13,6 +13,7 @@ from kvviz import text, urlstate
 from kvviz.explain import ExplainNode
 from kvviz.explain_state import ExplainState
 from kvviz.keyboard import Keyboard
+from kvviz.live_html import LiveHTML
 from kvviz.nav import Nav
 from kvviz.nodes import FragmentationNode, PagingNode, RadixNode
 from kvviz.state import FragmentationState, PagingState, RadixState
@@ -67,7 +68,7 @@ class Lesson:
         return self._views[key]
 
     def _notice_pane(self) -> pn.pane.HTML:
-        return pn.pane.HTML(link_notice_html(self.link_notices), sizing_mode="stretch_width")
+        return LiveHTML(link_notice_html(self.link_notices), sizing_mode="stretch_width")
 
     def node_page(self, key: str) -> pn.Column:
         """One node alone, no template chrome (for an iframe)."""

@@ -34,7 +34,7 @@ Other stable hooks:
     .kv-feedback[data-check="naive_rejects"]  a self-check's verdict
     .kv-pagetable-text[data-pool="paged"]   "R1 in the paged pool: page 0 → block 0, …"
 Buttons are found by role and name: Free R2, Reset, Add request, Release oldest, Fill the pool,
-⟲ Rewind, ◀ Step back, Step ▶, ▶ Play / ⏸ Pause, Check.
+⟲ Rewind, ◀ Step back, Step ▶, ▶ Play / ❚❚ Pause, Check.
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ import html
 
 import panel as pn
 import param
+
+from kvviz.live_html import LiveHTML
 
 
 def card_html(node: str, label: str, value: str, counts: str) -> str:
@@ -65,7 +67,7 @@ class MetricCard(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._pane = pn.pane.HTML(self._html(), margin=(4, 6), styles={"flex": "1 1 14rem"})
+        self._pane = LiveHTML(self._html(), margin=(4, 6), styles={"flex": "1 1 14rem"})
         self.state.param.watch(lambda e: setattr(self._pane, "object", self._html()), self.snapshot_param)
 
     def _html(self) -> str:

@@ -103,6 +103,20 @@ class NodeState(param.Parameterized):
             self.rewind()
         self.playing = True
 
+    def _run_added(self, settle: bool) -> bool:
+        """After a request was added: settle (run until idle: for links and tests), or take its
+        first step now, so that its prompt's blocks show at once, and let Play run it token by
+        token until idle (while already playing, the play loop takes it along: continuous
+        batching). Returns the `playing` to publish."""
+        if settle:
+            for t in self.timelines:
+                t.run_until_idle()
+            return False
+        if not self.playing:
+            for t in self.timelines:
+                t.step()
+        return self.has_work
+
     def tick(self) -> None:
         """Called by the play timer: one step, stopping at idle."""
         if self.playing and not self.step():

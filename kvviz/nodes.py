@@ -12,6 +12,7 @@ from kvviz import text
 from kvviz.a11y import AccessibleNames
 from kvviz.block_strip import BlockStrip, legend
 from kvviz.controls import Transport
+from kvviz.live_html import LiveHTML
 from kvviz.metric_card import MetricCard, card_row
 from kvviz.page_table import PageTable
 from kvviz.radix_tree import RadixTree
@@ -27,7 +28,7 @@ def badge(state, snapshot_param: str = "snapshot") -> pn.pane.HTML:
     def html_for(snap):
         return (f'<span class="kv-badge" data-node="{state.key}" title="The engine backend and device '
                 f'running this node">engine: {html.escape(fmt.backend_badge(snap))}</span>')
-    return pn.pane.HTML(pn.bind(html_for, state.param[snapshot_param]), margin=(4, 10), align="end")
+    return LiveHTML(pn.bind(html_for, state.param[snapshot_param]), margin=(4, 10), align="end")
 
 
 def section(key: str, *objects) -> pn.Column:
@@ -104,7 +105,6 @@ class PagingNode(NodeView):
         add = self._button("Add request", s.add_request, color="primary")
         reset = self._button("Reset", s.reset)
         chooser = pn.widgets.Select.from_param(s.param.request, label="Block table of", width=160)
-        pn.state.onload(s.look_ahead)  # (not while the page is being built: it would compete for the CPU)
         cards = card_row(
             MetricCard(state=s, snapshot_param="contiguous", label="CONTIGUOUS", value=fmt.full,
                        counts="Naive pool: tokens held ÷ token slots locked by slabs."),
@@ -168,7 +168,7 @@ class RadixNode(NodeView):
             MetricCard(state=s, label="SAVED", value=fmt.saved,
                        counts="1 − stored ÷ no-sharing: the share of the live requests' memory that sharing saves."),
         )
-        events = pn.pane.HTML(events_html(s.snapshot), sizing_mode="stretch_width", margin=(0, 10))
+        events = LiveHTML(events_html(s.snapshot), sizing_mode="stretch_width", margin=(0, 10))
         s.param.watch(Redraw(lambda: setattr(events, "object", events_html(s.snapshot))), "snapshot")
         prefill = card_row(
             MetricCard(state=s, label="PREFILL COMPUTED", value=lambda m: f"{m.prefill_tokens_computed} tok",

@@ -1,8 +1,11 @@
 """The page-table analogy: a request's logical pages, each linked to the physical block it maps to.
 
-Top row: the request's logical pages 0, 1, 2 … (what attention sees, contiguous). Bottom row:
-the pool's physical blocks, the request's own ones in its colour. A line joins page i to
-`block_table[i]`. Drawn for the paged pool and, for contrast, the contiguous pool.
+Top row: the request's logical pages 0, 1, 2 … (what attention sees, contiguous). Below: the
+pool's physical blocks in rows of PER_ROW, where the block strip above draws them on a wide
+screen, the request's own ones in its colour. A line joins page i to `block_table[i]`. Drawn
+for the paged pool and, for contrast, the contiguous pool. The page and link sources keep one
+length (a row per block of the pool, unused rows drawing nothing: see kvviz/sources.py), so
+choosing a request with more pages never changes a source's length.
 """
 
 from __future__ import annotations
@@ -15,11 +18,20 @@ from bokeh.models import ColumnDataSource, HoverTool, Rect, Segment, Text
 from bokeh.plotting import figure
 
 from engine import Snapshot
-from kvviz.block_strip import DARK_FILLS, FREE_FILL, FREE_LINE, owner_colour
+from kvviz.block_strip import DARK_FILLS, FREE_FILL, FREE_LINE, PER_ROW, owner_colour
+from kvviz.live_html import LiveHTML
 from kvviz.redraw import Redraw
-from kvviz.sources import assign, binary
+from kvviz.sources import assign, binary, padded
 
-PAGE_Y, BLOCK_Y = 0.5, 2.6
+PAGE_Y, BLOCK_Y, ROW_H = 0.5, 2.6, 1.0  # the pages' row, the first blocks' row, block row spacing
+
+
+def block_xy(b: int) -> tuple[float, float]:
+    return b % PER_ROW + 0.5, BLOCK_Y + (b // PER_ROW) * ROW_H
+
+
+def block_rows(n: int) -> int:
+    return -(-n // PER_ROW)
 
 
 def table_data(snap: Snapshot, name: str | None) -> tuple[dict, dict, dict]:
@@ -28,18 +40,21 @@ def table_data(snap: Snapshot, name: str | None) -> tuple[dict, dict, dict]:
     table = req.block_table if req else ()
     colour = owner_colour(req.request_id) if req else "#999999"
     n = snap.metrics.blocks_total
-    step = min(2.0, n / max(len(table), 1))  # page spacing, in block widths
+    step = min(2.0, PER_ROW / max(len(table), 1))  # page spacing, in block widths
     pages = {
         "x": [(i + 0.5) * step for i in range(len(table))],
         "w": [0.8 * step] * len(table),
         "y": [PAGE_Y] * len(table),
         "label": [f"p{i}" for i in range(len(table))],
         "info": [f"logical page {i} → physical block {b}" for i, b in enumerate(table)],
+        "fill": [colour] * len(table),
+        "ink": ["#ffffff" if colour in DARK_FILLS else "#111111"] * len(table),
     }
     mine = set(table)
+    xy = [block_xy(b) for b in range(n)]
     blocks = {
-        "x": [b + 0.5 for b in range(n)],
-        "y": [BLOCK_Y] * n,
+        "x": [x for x, _ in xy],
+        "y": [y for _, y in xy],
         "fill": [colour if b in mine else FREE_FILL for b in range(n)],
         "line": ["#333333" if b in mine else FREE_LINE for b in range(n)],
         "label": [str(b) if b in mine else "" for b in range(n)],
@@ -49,11 +64,11 @@ def table_data(snap: Snapshot, name: str | None) -> tuple[dict, dict, dict]:
     }
     links = {
         "x0": pages["x"], "y0": [PAGE_Y + 0.4] * len(table),
-        "x1": [b + 0.5 for b in table], "y1": [BLOCK_Y - 0.45] * len(table),
+        "x1": [block_xy(b)[0] for b in table], "y1": [block_xy(b)[1] - 0.45 for b in table],
     }
-    pages["fill"] = [colour] * len(table)
-    pages["ink"] = ["#ffffff" if colour in DARK_FILLS else "#111111"] * len(table)
-    return pages, blocks, links
+    blank = {"label": "", "info": "", "fill": FREE_FILL, "ink": "#111111"}
+    return (padded(pages, n, ("x", "w", "y"), blank), blocks,
+            padded(links, n, ("x0", "y0", "x1", "y1")))
 
 
 def summary_html(snap: Snapshot, name: str | None, pool: str) -> str:
@@ -77,13 +92,12 @@ class PageTable(pn.viewable.Viewer):
         super().__init__(**params)
         pages, blocks, links = table_data(self._snap, self.state.request)
         self.pages, self.blocks, self.links = (ColumnDataSource(binary(d)) for d in (pages, blocks, links))
-        n = self._snap.metrics.blocks_total
+        rows = block_rows(self._snap.metrics.blocks_total)
         fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
-                     height=150, x_range=(0, n), y_range=(3.2, -0.45), toolbar_location=None, min_border=4,
-                     sizing_mode="stretch_width", title=self.title,
+                     height=114 + 36 * rows, x_range=(0, PER_ROW), y_range=(BLOCK_Y + (rows - 1) * ROW_H + 0.6, -0.45),
+                     toolbar_location=None, min_border=4, sizing_mode="stretch_width",
                      tools=[HoverTool(tooltips=[("", "@info")])])
         fig.outline_line_color = None
-        fig.title.text_font_size = "15px"
         fig.add_glyph(self.links, Segment(x0="x0", y0="y0", x1="x1", y1="y1", line_color="#333333", line_width=1.5))
         fig.add_glyph(self.blocks, Rect(x="x", y="y", width=0.9, height=0.8, fill_color="fill", line_color="line"))
         fig.add_glyph(self.pages, Rect(x="x", y="y", width="w", height=0.8, fill_color="fill", line_color="#333333"))
@@ -95,10 +109,12 @@ class PageTable(pn.viewable.Viewer):
         fig.add_glyph(rows, Text(x="x", y="y", text="text", text_font_size="11px", text_color="#555555",
                                  text_baseline="bottom"))
         self.figure = fig
-        self._text = pn.pane.HTML(summary_html(self._snap, self.state.request, self.snapshot_param),
+        self._text = LiveHTML(summary_html(self._snap, self.state.request, self.snapshot_param),
                                   sizing_mode="stretch_width", margin=(0, 10))
         self.state.param.watch(Redraw(self._update), [self.snapshot_param, "request"])
-        self._layout = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width"), self._text,
+        heading = pn.pane.HTML(f'<div class="kv-figure-title">{html.escape(self.title)}</div>',
+                               sizing_mode="stretch_width", margin=(8, 10, 0, 10))
+        self._layout = pn.Column(heading, pn.pane.Bokeh(fig, sizing_mode="stretch_width"), self._text,
                                  sizing_mode="stretch_width")
 
     @property

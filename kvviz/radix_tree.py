@@ -14,6 +14,7 @@ from bokeh.plotting import figure
 
 from engine import Snapshot
 from kvviz import format as fmt
+from kvviz.live_html import LiveHTML
 from kvviz.redraw import Redraw
 from kvviz.sources import assign, binary, padded
 
@@ -99,7 +100,7 @@ class RadixTree(pn.viewable.Viewer):
         fig.add_glyph(self.nodes, Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
                                        text_font_size="11px", text_color="#333333", y_offset=3))
         self.figure = fig
-        self._empty = pn.pane.HTML(self._empty_html(), sizing_mode="stretch_width", margin=(0, 10))
+        self._empty = LiveHTML(self._empty_html(), sizing_mode="stretch_width", margin=(0, 10))
         self.state.param.watch(Redraw(self._update), "snapshot")
         fig.css_classes = ["kv-tree"]
         fig.html_attributes = self._off()

@@ -14,6 +14,7 @@ import param
 from engine import Snapshot
 from kvviz import format as fmt
 from kvviz.block_strip import DARK_FILLS, owner_colour
+from kvviz.live_html import LiveHTML
 from kvviz.redraw import Redraw
 
 TEXT_CHARS = 90
@@ -64,7 +65,7 @@ class RequestList(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._pane = pn.pane.HTML(self._html(), sizing_mode="stretch_width", margin=(0, 10))
+        self._pane = LiveHTML(self._html(), sizing_mode="stretch_width", margin=(0, 10))
         self.state.param.watch(Redraw(lambda: setattr(self._pane, "object", self._html())), self.snapshot_param)
 
     def _html(self) -> str:

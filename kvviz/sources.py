@@ -18,9 +18,11 @@ from __future__ import annotations
 import numpy as np
 
 
-def padded(columns: dict[str, list], capacity: int, positions: tuple[str, ...]) -> dict[str, list]:
+def padded(columns: dict[str, list], capacity: int, positions: tuple[str, ...],
+           blank: dict[str, object] | None = None) -> dict[str, list]:
     """`columns` (equal lengths, at most `capacity` rows) grown to `capacity` rows: the
-    `positions` columns as float arrays ending in NaN, the others repeating their first value."""
+    `positions` columns as float arrays ending in NaN, the others repeating their first value
+    (or, when there are no rows at all, their value in `blank`)."""
     lengths = {len(v) for v in columns.values()}
     if len(lengths) != 1:
         raise ValueError(f"columns of unequal lengths {sorted(lengths)}: {sorted(columns)}")
@@ -34,6 +36,8 @@ def padded(columns: dict[str, list], capacity: int, positions: tuple[str, ...]) 
             out[name][:n] = values
         elif n:
             out[name] = list(values) + [values[0]] * (capacity - n)
+        elif blank is not None and name in blank:
+            out[name] = [blank[name]] * capacity
         else:
             raise ValueError(f"column {name!r} is empty: nothing to repeat")
     return out

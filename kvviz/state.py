@@ -2,15 +2,16 @@
 
 Widget action -> a method here -> engine calls through a Timeline -> `snapshot` params -> views.
 Every action either succeeds or leaves the engines unchanged and says why in `notice` (a
-friendly sentence, never a traceback). Actions that change the set-up (slider, Free R2, Add
-request, Prefix sharing) settle the engines (run until idle) so the metric cards show the
-lesson's figures; Step / Play / Step back / Rewind let a class watch the same run token by token.
+friendly sentence, never a traceback). Actions that change the set-up (slider, Free R2,
+Prefix sharing) settle the engines (run until idle) so the metric cards show the lesson's
+figures; Add request takes the new request's first step and then plays until idle, so the
+class sees its blocks fill token by token. Step / Play / Step back / Rewind let a class watch
+any run step by step.
 """
 
 from __future__ import annotations
 
 import contextlib
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import param
 
@@ -23,7 +24,6 @@ from kvviz.scenarios import (
     Fragmentation,
     Paging,
     Radix,
-    clone,
 )
 
 
@@ -69,27 +69,12 @@ class FragmentationState(NodeState):
         self._refresh("Back to the lesson's starting point.", playing=False, reserve=default)
 
 
-# Node 02's look-ahead: one background engine run at a time for the whole process, so that
-# guessing never crowds out the sessions' own actions on a shared machine.
-_AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-ahead")
-
-
-def _add_ahead(scenario: Paging, prompt: str) -> Paging:
-    scenario.add_prompt(prompt, True)
-    return scenario
-
-
 class PagingState(NodeState):
     """Node 02: the same requests into a contiguous pool (6-block slabs) and a paged pool.
 
-    Add request runs both engines until idle, tens of engine steps: the slowest action of the
-    lesson. Its likely next use is known (the prompt box holds the stream's next prompt), so after
-    Add request, Reset and `look_ahead()` (the view calls it once the page has loaded) a copy of
-    the scenario runs that add in a background thread;
-    the next Add request of the same prompt from the same state adopts the copy (waiting for it
-    if it is still running) instead of starting over. The engine is deterministic, so the copy
-    holds exactly the tokens and blocks the add would have made. Any other action, or another
-    prompt, drops it.
+    Add request takes the new request's first step at once (its prompt's KV fills its first
+    blocks: a slab in one pool, just the pages it needs in the other) and then plays until
+    idle, so the class watches the paged pool grow page by page while the slab sits reserved.
     """
 
     key = "paging"
@@ -102,34 +87,9 @@ class PagingState(NodeState):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._ahead: tuple[tuple, Future] | None = None  # ((version, prompt), the add running ahead)
         self.scenario = fresh(Paging)
         self.prompt = self.scenario.next_request()[0]
         self._refresh()
-
-    def look_ahead(self) -> None:
-        """Start the add of the prompt in the box on a copy of the scenario, in the background."""
-        self._drop_ahead()
-        if not self.playing and not fmt.check_prompt(self.prompt):
-            key = (self.version, self.prompt)
-            self._ahead = (key, _AHEAD.submit(_add_ahead, clone(self.scenario), self.prompt))
-
-    def _drop_ahead(self) -> None:
-        if self._ahead is not None:
-            self._ahead[1].cancel()  # (a run already started finishes and is thrown away)
-            self._ahead = None
-
-    def _take_ahead(self, prompt: str) -> Paging | None:
-        """The scenario after adding `prompt`, if it was computed ahead from the state now."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is None or ahead[0] != (self.version, prompt) or self.playing:
-            if ahead is not None:
-                ahead[1].cancel()
-            return None
-        try:
-            return ahead[1].result()
-        except (ValueError, KeyError):
-            return None  # the add itself failed: do it again here, to say why
 
     def _snapshots(self, show_newest: bool = False) -> dict:
         paged = self.scenario.paged.snapshot()
@@ -144,27 +104,24 @@ class PagingState(NodeState):
         return {"contiguous": self.scenario.contiguous.snapshot(), "paged": paged, "request": chosen,
                 "added": added}
 
-    def add_request(self, prompt: str | None = None) -> bool:
-        """Add a request for `prompt` (default: the prompt box) to both pools; its block table is
-        the one drawn."""
+    def add_request(self, prompt: str | None = None, settle: bool = False) -> bool:
+        """Add a request for `prompt` (default: the prompt box) to both pools and run it (see
+        `_run_added`); its block table is the one drawn."""
         prompt = self.prompt if prompt is None else prompt
         if why := fmt.check_prompt(prompt):
             self.param.update(notice=why)
             return False
-        ahead = self._take_ahead(prompt)
-        if ahead is not None:
-            self.scenario = ahead
-        elif not self._try(self.scenario.add_prompt, prompt, not self.playing):
+        if not self._try(self.scenario.add_prompt, prompt, False):
             return False
-        self._refresh(snapshots=self._snapshots(show_newest=True), prompt=self.scenario.next_request()[0])
-        self.look_ahead()
+        playing = self._run_added(settle)
+        self._refresh(snapshots=self._snapshots(show_newest=True), prompt=self.scenario.next_request()[0],
+                      playing=playing)
         return True
 
     def reset(self) -> None:
         self.scenario = fresh(Paging)
         self._refresh("Back to the lesson's starting point.", playing=False,
                       prompt=self.scenario.next_request()[0], request=None)
-        self.look_ahead()
 
 
 class RadixState(NodeState):
@@ -196,9 +153,9 @@ class RadixState(NodeState):
         asked = sum(kind == "ask" for kind, _ in ops)
         return RADIX_MORE_QUESTIONS[asked % len(RADIX_MORE_QUESTIONS)]
 
-    def _apply(self, kind: str, text: str) -> None:
+    def _apply(self, kind: str, text: str, run: bool = True) -> None:
         if kind == "ask":
-            self.scenario.ask(text, run=not self.playing)
+            self.scenario.ask(text, run=run)
         else:
             self._release_oldest()
 
@@ -219,16 +176,18 @@ class RadixState(NodeState):
                 self._apply(*op)
         self._refresh(playing=False)
 
-    def add_request(self, question: str | None = None) -> bool:
-        """Ask `question` (default: the prompt box) after the shared system prompt."""
+    def add_request(self, question: str | None = None, settle: bool = False) -> bool:
+        """Ask `question` (default: the prompt box) after the shared system prompt, and run it
+        (see `_run_added`)."""
         question = self.prompt if question is None else question
         if why := fmt.check_prompt(question):
             self.param.update(notice=why)
             return False
-        if not self._try(self._apply, "ask", question):
+        if not self._try(self._apply, "ask", question, False):
             return False
+        playing = self._run_added(settle)
         ops = [*self.ops, ("ask", question)]
-        self._refresh(prompt=self._next_question(ops))
+        self._refresh(prompt=self._next_question(ops), playing=playing)
         return True
 
     def fill_pool(self, max_requests: int = 16) -> int:

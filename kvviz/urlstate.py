@@ -6,7 +6,9 @@
 
 `node` picks one node alone (for an iframe); without it the whole lesson is served. Parameters
 are parsed by hand (not executed, never rendered as HTML); a malformed one falls back to its
-default and adds a notice in words. `add` and `op` repeat, in the order they were done.
+default and adds a notice in words. `add` and `op` repeat, in the order they were done. A link
+records what was added, not how far the engines had got: it restores the settled state (every
+request run until idle), even if it was copied while a request was still generating.
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ def restore(s: UrlState, frag, paging, radix) -> list[str]:
     if s.free_r2:
         frag.free_r2()
     for prompt in s.add:
-        if not paging.add_request(prompt):
+        if not paging.add_request(prompt, settle=True):
             notices.append(paging.notice)
     if s.show is not None:
         if s.show in paging.param.request.objects:
@@ -111,7 +113,7 @@ def restore(s: UrlState, frag, paging, radix) -> list[str]:
     if s.sharing:
         radix.sharing = True
     for kind, text in s.ops:
-        ok = radix.add_request(text) if kind == "ask" else radix.release_oldest()
+        ok = radix.add_request(text, settle=True) if kind == "ask" else radix.release_oldest()
         if not ok:
             notices.append(radix.notice)
     return notices

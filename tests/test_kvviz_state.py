@@ -12,7 +12,7 @@ import torch
 from kvviz import format as fmt
 from kvviz import urlstate
 from kvviz.explain_state import ExplainState
-from kvviz.scenarios import Fragmentation, Radix, clone
+from kvviz.scenarios import Fragmentation, Paging, Radix
 from kvviz.state import FragmentationState, PagingState, RadixState
 
 torch.set_num_threads(1)  # tiny model steps: one thread is fastest
@@ -143,9 +143,19 @@ def test_paging_starts_with_no_naive_rejects(paging):
     assert fmt.full(paging.paged.metrics).endswith("% full")
 
 
+def play_until_idle(state) -> int:
+    """What the play timer does after Add request: tick until playing stops; the ticks taken."""
+    n = 0
+    while state.playing:
+        state.tick()
+        n += 1
+        assert n < 500, "still playing after 500 ticks"
+    return n
+
+
 def test_add_request_eventually_makes_the_naive_pool_reject_while_paged_admits(paging):
     for _ in range(3):
-        assert paging.add_request()
+        assert paging.add_request(settle=True)
     assert int(fmt.rejects(paging.contiguous.metrics)) >= 1
     assert paging.paged.metrics.rejected == 0
     assert len(paging.added) == 3
@@ -159,26 +169,40 @@ def test_add_request_refills_the_box_with_the_next_prompt_and_shows_its_table(pa
     assert paging.request == paging.paged.requests[-1].name
 
 
-def test_add_request_adopts_the_add_computed_ahead_which_equals_a_direct_add(paging):
-    direct = clone(paging.scenario)
-    direct.add_prompt(paging.prompt, True)
-    paging.look_ahead()
-    ahead = paging._ahead[1].result()
+def test_add_request_computes_the_prompt_at_once_then_plays_token_by_token(paging):
+    steps = paging.step_count
     assert paging.add_request()
-    assert paging.scenario is ahead
-    assert same_state(paging.paged, direct.paged.snapshot())
-    assert same_state(paging.contiguous, direct.contiguous.snapshot())
+    new = paging.paged.requests[-1]
+    assert paging.playing and paging.step_count == steps + 1
+    assert new.status == "running" and new.num_computed >= new.num_prompt_tokens
+    slab = [r for r in paging.contiguous.requests if r.name == new.name][0]
+    assert len(slab.block_table) == Paging.RESERVE_BLOCKS  # the slab is reserved whole at admission
+    assert len(new.block_table) < Paging.RESERVE_BLOCKS  # the pages only as the tokens need them
+    generated = [paging.paged.requests[-1].num_tokens]
+    while paging.playing:
+        paging.tick()
+        generated.append(paging.paged.requests[-1].num_tokens)
+    assert generated == sorted(generated) and generated[-1] > generated[0]  # one token per tick
+    assert paging.paged.requests[-1].status == "finished"
 
 
-def test_add_computed_ahead_is_dropped_when_the_state_changed(paging):
-    paging.look_ahead()
-    ahead = paging._ahead[1].result()
-    paging.step_back()  # the add ran ahead from the state before this step back
-    direct = clone(paging.scenario)
-    direct.add_prompt(paging.prompt, True)
-    assert paging.add_request()
-    assert paging.scenario is not ahead
-    assert same_state(paging.paged, direct.paged.snapshot())
+def test_playing_an_add_to_idle_ends_where_a_settled_add_does(paging):
+    settled = PagingState()
+    settled.add_request(settle=True)
+    paging.add_request()
+    assert play_until_idle(paging) > 1
+    assert same_state(paging.paged, settled.paged) and same_state(paging.contiguous, settled.contiguous)
+    assert "Nothing left to run" in paging.notice
+
+
+def test_add_while_playing_joins_the_running_batch_without_an_extra_step(paging):
+    paging.add_request()
+    steps = paging.step_count
+    paging.add_request()
+    assert paging.step_count == steps and paging.playing
+    assert paging.paged.requests[-1].status == "waiting"
+    paging.tick()  # admitted next to the one already decoding: continuous batching
+    assert [r.status for r in paging.paged.requests[-2:]] == ["running", "running"]
 
 
 def test_hostile_prompt_is_stored_verbatim(paging):
@@ -214,7 +238,7 @@ def test_radix_sharing_off_then_on(radix):
 
 
 def test_ask_appends_the_question_to_the_system_prompt(radix):
-    assert radix.add_request(HOSTILE)
+    assert radix.add_request(HOSTILE, settle=True)
     last = radix.snapshot.requests[-1]
     assert last.prompt == Radix.request_for(HOSTILE)[0]
     assert Radix.question_of(last.prompt) == HOSTILE
@@ -266,9 +290,10 @@ def test_url_round_trip_reproduces_the_state(frag, paging, radix):
     frag.reserve = 5
     frag.free_r2()
     paging.add_request(HOSTILE)
+    play_until_idle(paging)
     radix.sharing = True
     radix.release_oldest()
-    radix.add_request("What is a block?")
+    radix.add_request("What is a block?", settle=True)
     q = urlstate.query(None, frag, paging, radix)
     f2, p2, r2 = FragmentationState(), PagingState(), RadixState()
     assert urlstate.restore(urlstate.parse_search(q), f2, p2, r2) == []

@@ -112,14 +112,34 @@ def test_embed_page_serves_one_node():
 
 
 def test_page_table_follows_the_added_request():
-    from kvviz.page_table import PageTable
+    from kvviz.page_table import PageTable, block_xy
 
     state = PagingState()
     table = PageTable(state=state, snapshot_param="paged")
     state.add_request("A student's own prompt")
     newest = state.paged.requests[-1]
     assert state.request == newest.name
-    assert list(table.links.data["x1"]) == [b + 0.5 for b in newest.block_table]
+    links = [(x, y) for x, y in zip(table.links.data["x1"], table.links.data["y1"], strict=True) if x == x]
+    assert links == [(block_xy(b)[0], block_xy(b)[1] - 0.45) for b in newest.block_table]
+    assert len(table.links.data["x1"]) == len(table.pages.data["label"]) == state.paged.metrics.blocks_total
+
+
+def test_page_table_sources_keep_their_length_whatever_the_request():
+    from kvviz.page_table import table_data
+
+    snap = PagingState().paged
+    lengths = {name: [len(v) for d in table_data(snap, name) for v in d.values()]
+               for name in [None, *(r.name for r in snap.requests)]}
+    assert len({tuple(v) for v in lengths.values()}) == 1
+    assert all(n == snap.metrics.blocks_total for n in lengths[None])
+
+
+def test_page_table_draws_blocks_where_the_strip_does_on_a_wide_screen():
+    from kvviz.block_strip import PER_ROW
+    from kvviz.page_table import block_xy
+
+    assert block_xy(0) == (0.5, block_xy(0)[1]) and block_xy(PER_ROW)[0] == 0.5
+    assert block_xy(PER_ROW)[1] > block_xy(PER_ROW - 1)[1]  # the second row, below the first
 
 
 def test_reset_returns_node_01_widgets_to_their_defaults():
@@ -172,3 +192,16 @@ def test_strip_update_sends_only_the_columns_that_changed():
     sent.clear()
     state.step()  # at idle: nothing changes, so nothing is sent
     assert not [m for m, _ in sent if m in (strip.cells, strip.bars, strip.lines)]
+
+
+def test_live_html_sends_the_same_text_as_panels_html_pane():
+    from bokeh.document import Document
+
+    from kvviz.live_html import LiveHTML
+
+    ours, panels = LiveHTML("<b>a</b>"), pn.pane.HTML("<b>a</b>")
+    doc = Document()
+    models = ours.get_root(doc), panels.get_root(doc)
+    for text in ("<i>x &amp; y</i>", '<span class="kv-value">12 / 32 · 38%</span>', ""):
+        ours.object = panels.object = text
+        assert models[0].text == models[1].text

@@ -51,6 +51,52 @@ def test_free_r2_strands_its_blocks_in_a_gap(page, lesson_url):
     assert page.kv_errors == []
 
 
+def expected_cards(snapshots: dict) -> dict[str, str]:
+    """Node 02's card texts for these snapshots, as kvviz/nodes.py formats them."""
+    from kvviz import format as fmt
+
+    return {"CONTIGUOUS": fmt.full(snapshots["contiguous"].metrics), "PAGED": fmt.full(snapshots["paged"].metrics),
+            "NAIVE REJECTS": fmt.rejects(snapshots["contiguous"].metrics)}
+
+
+def test_add_request_computes_the_prompt_then_plays_until_the_request_finishes(page, lesson_url):
+    from kvviz.state import PagingState  # the same engines in this process: the values to expect
+
+    mirror = PagingState()
+    steps, prompt = mirror.step_count, mirror.prompt
+    mirror.add_request(settle=True)
+    settled = expected_cards({"contiguous": mirror.contiguous, "paged": mirror.paged})
+    page.goto(f"{lesson_url}?node=paging")
+    step = page.locator(".kv-step")
+    expect(step).to_contain_text(f"step {steps} · idle")
+    page.get_by_role("button", name="Add request").click()
+    expect(page.get_by_role("button", name="❚❚ Pause")).to_be_visible()  # generating, token by token
+    expect(page.locator('.kv-requests[data-pool="paged"] .kv-text').last).to_contain_text(prompt)
+    expect(step).to_contain_text(f"step {mirror.step_count} · idle", timeout=30_000)
+    for label, text in settled.items():
+        expect(metric(page, label, "paging")).to_have_text(text)
+    expect(page.get_by_role("button", name="▶ Play")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"[?&]add="))
+    assert page.kv_errors == []
+
+
+def test_step_at_idle_says_so_and_play_replays_the_run_from_the_start(page, lesson_url):
+    from kvviz.state import FragmentationState
+
+    steps = FragmentationState().step_count
+    page.goto(f"{lesson_url}?node=fragmentation")
+    step = page.locator(".kv-step")
+    expect(step).to_contain_text(f"step {steps} · idle")
+    page.get_by_role("button", name="Step ▶").click()
+    expect(page.locator(".kv-notice")).to_contain_text("Nothing left to run")
+    page.get_by_role("button", name="▶ Play").click()  # at idle: rewind, then play it again
+    expect(step).to_contain_text("playing")
+    expect(step).to_contain_text(f"step {steps} · idle", timeout=30_000)
+    expect(metric(page, "IN USE")).to_have_text("12 / 32 · 38%")
+    expect(metric(page, "RESERVED · EMPTY")).to_have_text("12 blk")
+    assert page.kv_errors == []
+
+
 def test_embed_route_with_state_in_the_url(page, lesson_url):
     page.goto(f"{lesson_url}?node=radix&sharing=1")
     expect(metric(page, "BLOCKS STORED")).to_have_text("18 blk")
