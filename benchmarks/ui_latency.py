@@ -1,6 +1,6 @@
 """How long a student waits: from a click or key in the browser to the new metric text on screen.
 
-    python -m benchmarks.ui_latency [--interactions N | --quick] [--json PATH]
+    python -m benchmarks.ui_latency [--interactions N | --quick] [--busy K] [--json PATH]
 
 Serves app.py with `panel serve` on a free port, opens each live node on its embed route
 (/app?node=fragmentation, paging, radix) in headless Chromium (/usr/bin/chromium, or
@@ -36,7 +36,8 @@ server-side share (server_ms_*): the Python work alone, timed in this process, n
     place. Not included: serialising the changes, the websocket, the URL sync, the browser.
     The mirror runs before the server starts, so the two never compete for the CPUs.
 
-The machine is shared: the load average before and after the run is in the output.
+The machine is shared: the load average before and after the run is in the output. --busy K
+runs K CPU-bound processes alongside the whole run, to see the figures on a busier machine.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures
+import contextlib
 import datetime
 import html
 import math
@@ -459,7 +461,8 @@ def report(results: dict, interactions: int) -> str:
         "server: the Python handlers alone, timed in-process (mirror), the server-side share",
         f"target p95 <= {TARGET_P95_MS:.0f} ms{note}: {met} (overall p95 {o['p95_ms']:.1f} ms)",
         f"machine: {m['cpu_count']} CPUs, load average {m['load_avg_1_5_15_before']} before, "
-        f"{m['load_avg_1_5_15_after']} after; Chromium {m['chromium']}; {results['date']}",
+        f"{m['load_avg_1_5_15_after']} after; {results['busy_processes']} busy process(es) alongside; "
+        f"Chromium {m['chromium']}; {results['date']}",
     ])
 
 
@@ -469,12 +472,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help=f"interactions measured per node (default {DEFAULT_INTERACTIONS}; --quick: {QUICK_INTERACTIONS})")
     p.add_argument("--quick", action="store_true", help=f"{QUICK_INTERACTIONS} interactions per node")
     p.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
+    p.add_argument("--busy", type=int, default=0, metavar="K",
+                   help="run K CPU-bound processes alongside the whole run (a busier machine; default 0)")
     args = p.parse_args(argv)
     if args.interactions is None:
         args.interactions = QUICK_INTERACTIONS if args.quick else DEFAULT_INTERACTIONS
     if args.interactions < 1:
         p.error("--interactions must be >= 1")
+    if not 0 <= args.busy <= 64:
+        p.error("--busy must be between 0 and 64")
     return args
+
+
+@contextlib.contextmanager
+def busy_processes(k: int):
+    """K processes that each keep one CPU busy (a Python loop) until the block ends."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(k)]
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -482,8 +501,9 @@ def main(argv: list[str] | None = None) -> dict:
     set_threads(NUM_THREADS)  # as app.py does for the server
     load_before = os.getloadavg()
     count = WARMUP_INTERACTIONS + args.interactions
-    plans = {node: plan(node, count) for node in NODES}
-    with Server() as server:
+    with busy_processes(args.busy), contextlib.ExitStack() as stack:
+        plans = {node: plan(node, count) for node in NODES}
+        server = stack.enter_context(Server())
         # Playwright's sync API refuses a thread with a running asyncio loop (pytest-playwright's,
         # a notebook's): it gets a thread of its own.
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
@@ -492,6 +512,7 @@ def main(argv: list[str] | None = None) -> dict:
             times, errors, version = run.result()
         except Exception as e:
             raise RuntimeError(f"{e}\n--- panel serve log (tail) ---\n{server.log_tail()}") from e
+        load_after = os.getloadavg()
 
     nodes, all_frames, all_doms, all_server = {}, [], [], []
     for node, (_initial, steps) in plans.items():
@@ -512,7 +533,7 @@ def main(argv: list[str] | None = None) -> dict:
     overall.update(target_p95_ms=TARGET_P95_MS, target_met=overall["p95_ms"] <= TARGET_P95_MS)
     results = {
         "nodes": nodes, "overall": overall,
-        "machine": machine(load_before, os.getloadavg(), version),
+        "machine": machine(load_before, load_after, version), "busy_processes": args.busy,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "interactions_per_node": args.interactions, "warmup_per_node": WARMUP_INTERACTIONS,
         "pause_between_s": PAUSE_S, "console_errors": errors,

@@ -37,6 +37,7 @@ def test_json_has_the_three_live_nodes_overall_machine_and_date(out):
     assert {"nodes", "overall", "machine", "date"} <= set(out)
     assert out["machine"]["cpu_count"] >= 1 and out["machine"]["chromium"]
     assert out["date"].startswith("20")
+    assert out["busy_processes"] == 0
 
 
 @pytest.mark.ui
@@ -72,6 +73,27 @@ def test_prefix_sharing_toggle_is_planned_against_the_lesson_figures():
         ("Prefix sharing", "checkbox", ["BLOCKS STORED", "SAVED"], "36 blk", "0%"),
     ]
     assert all(s.server_ms > 0 for s in steps)
+
+
+@pytest.mark.slow
+def test_add_request_is_timed_to_its_first_update_and_then_waited_out():
+    _initial, steps = ui_latency.plan("paging", 3)
+    assert [s.action.name for s in steps] == ["Add request"] * 3
+    for s, following in zip(steps, steps[1:], strict=False):
+        assert s.settled is not None and s.settled != s.after  # it generated on after the first update
+        assert following.before == s.settled  # the next action starts from the finished run
+
+
+def test_busy_processes_run_only_inside_the_block():
+    with ui_latency.busy_processes(1) as procs:
+        assert len(procs) == 1 and procs[0].poll() is None
+    assert procs[0].poll() is not None
+
+
+def test_busy_option_is_range_checked():
+    assert ui_latency.parse_args(["--busy", "2"]).busy == 2
+    with pytest.raises(SystemExit):
+        ui_latency.parse_args(["--busy", "-1"])
 
 
 def test_percentile_interpolates_between_closest_ranks():
