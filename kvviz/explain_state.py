@@ -15,8 +15,9 @@ from kvviz import format as fmt
 from kvviz.state import FragmentationState, PagingState, RadixState
 
 QUESTION = (
-    "PagedAttention and RadixAttention both borrow an idea from operating systems. "
-    "What problem does each one solve, which OS idea does each borrow, and how do they differ?"
+    "Each of the two techniques you just watched takes a trick from how an operating system "
+    "manages memory. For PagedAttention and for RadixAttention: which trick, what waste or "
+    "repeated work does it remove, and where do the two differ?"
 )
 
 

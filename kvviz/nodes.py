@@ -126,7 +126,7 @@ class PagingNode(NodeView):
             legend(),
             cards,
             self._transport(),
-            prose("#### The block table: a page table for the KV cache"),
+            prose("#### The block table: the KV cache's own page table"),
             chooser,
             PageTable(state=s, snapshot_param="paged", title="Paged: pages scattered wherever blocks were free"),
             PageTable(state=s, snapshot_param="contiguous", title="Contiguous: one slab, reserved up front"),

@@ -54,9 +54,11 @@ scattered in the pool. That is where vLLM's PagedAttention got its name.
 """
 
 PAGING_TRY = (
-    "Try it: press **Add request** a few times. Both pools get the same request; the contiguous one "
-    "must reserve 6 blocks for it and soon starts refusing (NAIVE REJECTS), while the paged pool "
-    "keeps admitting. Type your own prompt in the box to send that instead."
+    "Try it: press **Add request** and watch the request generate. Both pools get the same request: "
+    "the contiguous one locks a whole 6-block slab at once, the paged one takes a page only when a "
+    "page fills. Press it a few more times: the contiguous pool soon starts refusing (NAIVE "
+    "REJECTS) while the paged pool keeps admitting. Type your own prompt in the box to send that "
+    "instead."
 )
 
 RADIX = """
@@ -64,7 +66,7 @@ RADIX = """
 
 * Requests often begin with the same tokens: a system prompt, a few examples, a shared history.
   Identical tokens at identical positions produce identical keys and values.
-* So keep the cached prefixes in a **radix tree** (a prefix tree whose edges are runs of tokens).
+* So keep the cached prefixes in a **radix tree** (a trie whose edges hold whole runs of tokens).
   A new request walks the tree; the blocks of the part that matches are **reused**, neither
   recomputed nor stored twice.
 * Only the request's own suffix costs new blocks and new prefill work. Blocks are shared whole:

@@ -240,6 +240,27 @@ def test_prefix_sharing_checkbox_is_found_by_its_accessible_name(page, lesson_ur
     expect(metric(page, "SAVED")).to_have_text("50%")
 
 
+def test_dragging_the_slider_rebuilds_the_pool_with_that_reservation(page, lesson_url):
+    from kvviz import format as fmt
+    from kvviz.state import FragmentationState
+
+    page.goto(f"{lesson_url}?node=fragmentation")
+    expect(metric(page, "IN USE")).to_have_text("12 / 32 · 38%")
+    track, handle = page.locator(".noUi-target").first, page.locator(".noUi-handle").first
+    box, grip = track.bounding_box(), handle.bounding_box()
+    page.mouse.move(grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.75, grip["y"] + grip["height"] / 2, steps=8)
+    page.mouse.up()
+    expect(page).to_have_url(re.compile(r"reserve=1[0-4]\b"))
+    reserve = int(re.search(r"reserve=(\d+)", page.url).group(1))
+    m = FragmentationState(reserve=reserve).snapshot.metrics  # the same engine, in this process
+    expect(metric(page, "RESERVED · EMPTY")).to_have_text(fmt.reserved_empty(m))
+    expect(metric(page, "LARGEST GAP")).to_have_text(fmt.largest_gap(m))
+    expect(metric(page, "IN USE")).to_have_text(fmt.in_use(m))
+    assert page.kv_errors == []
+
+
 def test_reserved_length_slider_is_found_by_its_accessible_name(page, lesson_url):
     page.goto(f"{lesson_url}?node=fragmentation")
     slider = page.get_by_role("slider", name="Reserved length")
