@@ -103,6 +103,25 @@ class NodeState(param.Parameterized):
             self.rewind()
         self.playing = True
 
+    def step_to(self, gaps: tuple[int, ...]) -> None:
+        """Step each timeline to its `gaps` steps since its last add or release (see
+        Timeline.step_to): how a link replays a request added while another was running."""
+        if len(gaps) != len(self.timelines):
+            raise ValueError(f"{len(gaps)} step counts for {len(self.timelines)} pools")
+        for t, gap in zip(self.timelines, gaps, strict=True):
+            t.step_to(gap)
+
+    def settle(self) -> None:
+        """Run every timeline until idle (a restored link ends settled)."""
+        for t in self.timelines:
+            t.run_until_idle()
+        self._refresh(playing=False)
+
+    def _gaps(self, skip: int) -> list[str]:
+        """Per add or release since the defaults: each timeline's steps before it, as 'a.b'."""
+        per_timeline = [t.steps_before(skip) for t in self.timelines]
+        return [".".join(map(str, g)) for g in zip(*per_timeline, strict=True)]
+
     def _run_added(self, settle: bool) -> bool:
         """After a request was added: settle (run until idle: for links and tests), or take its
         first step now, so that its prompt's blocks show at once, and let Play run it token by

@@ -80,6 +80,8 @@ class PagingState(NodeState):
     key = "paging"
     prompt = param.String(default="", label="Prompt", doc="the next request's prompt (plain text)")
     added = param.List(default=[], item_type=str, doc="prompts added since the defaults, in order")
+    added_gaps = param.List(default=[], item_type=str,
+                            doc="per added prompt, the steps each pool took before it ('contiguous.paged')")
     request = param.Selector(default=None, objects=[], label="Request", allow_None=True,
                              doc="the request whose block table is drawn")
     contiguous = param.ClassSelector(class_=Snapshot, doc="the contiguous pool now")
@@ -102,18 +104,22 @@ class PagingState(NodeState):
         # What was added since the defaults, read from the ops (Step back or Rewind can drop some).
         added = [op.prompt for op in self.scenario.paged.ops if op.kind == "add"][Paging.NUM_INITIAL:]
         return {"contiguous": self.scenario.contiguous.snapshot(), "paged": paged, "request": chosen,
-                "added": added}
+                "added": added, "added_gaps": self._gaps(Paging.NUM_INITIAL)}
 
-    def add_request(self, prompt: str | None = None, settle: bool = False) -> bool:
+    def add_request(self, prompt: str | None = None, settle: bool = False,
+                    after: tuple[int, ...] | None = None) -> bool:
         """Add a request for `prompt` (default: the prompt box) to both pools and run it (see
-        `_run_added`); its block table is the one drawn."""
+        `_run_added`); its block table is the one drawn. With `after` (a link's replay), first
+        step each pool to that many steps since the last add, then add without running."""
         prompt = self.prompt if prompt is None else prompt
         if why := fmt.check_prompt(prompt):
             self.param.update(notice=why)
             return False
+        if after is not None and not self._try(self.step_to, after):
+            return False
         if not self._try(self.scenario.add_prompt, prompt, False):
             return False
-        playing = self._run_added(settle)
+        playing = False if after is not None else self._run_added(settle)
         self._refresh(snapshots=self._snapshots(show_newest=True), prompt=self.scenario.next_request()[0],
                       playing=playing)
         return True
@@ -132,6 +138,7 @@ class RadixState(NodeState):
     prompt = param.String(default=RADIX_MORE_QUESTIONS[0], label="Your question",
                           doc="appended to the shared system prompt")
     ops = param.List(default=[], doc="('ask', question) and ('release', '') since the defaults")
+    op_gaps = param.List(default=[], item_type=str, doc="per op, the engine steps taken before it")
     snapshot = param.ClassSelector(class_=Snapshot, doc="the pool now")
 
     def __init__(self, **params):
@@ -140,7 +147,8 @@ class RadixState(NodeState):
         self._refresh()
 
     def _snapshots(self) -> dict:
-        return {"snapshot": self.scenario.snapshot(), "ops": self._ops_since_defaults()}
+        return {"snapshot": self.scenario.snapshot(), "ops": self._ops_since_defaults(),
+                "op_gaps": self._gaps(len(RADIX_QUESTIONS))}
 
     def _ops_since_defaults(self) -> list[tuple[str, str]]:
         """The student's asks and releases, read from the timeline (Step back can drop some)."""
@@ -176,16 +184,19 @@ class RadixState(NodeState):
                 self._apply(*op)
         self._refresh(playing=False)
 
-    def add_request(self, question: str | None = None, settle: bool = False) -> bool:
+    def add_request(self, question: str | None = None, settle: bool = False,
+                    after: tuple[int, ...] | None = None) -> bool:
         """Ask `question` (default: the prompt box) after the shared system prompt, and run it
-        (see `_run_added`)."""
+        (see `_run_added`; `after` as for node 02's add_request)."""
         question = self.prompt if question is None else question
         if why := fmt.check_prompt(question):
             self.param.update(notice=why)
             return False
+        if after is not None and not self._try(self.step_to, after):
+            return False
         if not self._try(self._apply, "ask", question, False):
             return False
-        playing = self._run_added(settle)
+        playing = False if after is not None else self._run_added(settle)
         ops = [*self.ops, ("ask", question)]
         self._refresh(prompt=self._next_question(ops), playing=playing)
         return True
@@ -213,8 +224,11 @@ class RadixState(NodeState):
                       prompt=self._next_question(ops), playing=False)
         return n
 
-    def release_oldest(self) -> bool:
-        """Release the oldest finished request: with sharing on, its blocks stay cached (idle)."""
+    def release_oldest(self, after: tuple[int, ...] | None = None) -> bool:
+        """Release the oldest finished request: with sharing on, its blocks stay cached (idle).
+        `after`: as for add_request."""
+        if after is not None and not self._try(self.step_to, after):
+            return False
         if not self._try(self._apply, "release", ""):
             return False
         self._refresh()

@@ -97,6 +97,39 @@ class Timeline:
     def num_steps(self) -> int:
         return sum(op.kind == "step" for op in self.ops)
 
+    def steps_before(self, skip: int = 0) -> list[int]:
+        """For each add or release after the first `skip` of them: the engine steps taken since
+        the add or release before it. With these a replay can interleave the same operations
+        with the same steps (a request added while another was still generating)."""
+        gaps, n = [], 0
+        for op in self.ops:
+            if op.kind == "step":
+                n += 1
+            else:
+                gaps.append(n)
+                n = 0
+        return gaps[skip:]
+
+    @property
+    def trailing_steps(self) -> int:
+        """Engine steps since the last add or release."""
+        n = 0
+        for op in reversed(self.ops):
+            if op.kind != "step":
+                break
+            n += 1
+        return n
+
+    def step_to(self, gap: int) -> None:
+        """Step until `gap` steps have been taken since the last add or release (ValueError if
+        that is behind the engine already, or more than it can run)."""
+        done = self.trailing_steps
+        if gap < done:
+            raise ValueError(f"the engine has already taken {done} steps since the last request, more than {gap}")
+        for _ in range(gap - done):
+            if not self.step():
+                raise ValueError(f"the engine ran out of work before {gap} steps")
+
     def replay(self, ops: list[Op]) -> None:
         """Rebuild the state that `ops` make, as if applied to a fresh engine."""
         ops = list(ops)

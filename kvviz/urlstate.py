@@ -6,9 +6,13 @@
 
 `node` picks one node alone (for an iframe); without it the whole lesson is served. Parameters
 are parsed by hand (not executed, never rendered as HTML); a malformed one falls back to its
-default and adds a notice in words. `add` and `op` repeat, in the order they were done. A link
-records what was added, not how far the engines had got: it restores the settled state (every
-request run until idle), even if it was copied while a request was still generating.
+default and adds a notice in words. `add` and `op` repeat, in the order they were done.
+
+`add_gap` and `op_gap` (one per `add` / `op`, in order) say how many engine steps each pool
+(node 02: contiguous.paged) had taken since the previous request when it came, so a request
+added while another was still generating is replayed at the same step and gets the same
+blocks. Without them (a hand-written link) every request runs to the end before the next. A
+link restores the state once every request has finished, even if it was copied mid-run.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ class UrlState:
     show: str | None = None
     sharing: bool = False
     ops: list[tuple[str, str]] = field(default_factory=list)
+    add_gap: list[tuple[int, ...]] | None = None  # None: each request runs to the end first
+    op_gap: list[tuple[int, ...]] | None = None
     notices: list[str] = field(default_factory=list)
 
 
@@ -52,6 +58,27 @@ def _prompts(name: str, values: list[str], notices: list[str]) -> list[str]:
     if len(values) > MAX_OPS:
         notices.append(f"The link has {len(values)} {name} entries; only the first {MAX_OPS} are used.")
     return kept
+
+
+MAX_GAP = 4096  # engine steps between two requests of a link
+
+
+def _gaps(name: str, values: list[str], count: int, pools: int, notices: list[str]) -> list[tuple[int, ...]] | None:
+    """`values` as step counts (`pools` whole numbers joined by '.'), if there is one for each
+    of the `count` requests kept; else None (each request then runs to the end), with a notice."""
+    if not values:
+        return None
+    gaps = []
+    for v in values[:MAX_OPS]:
+        parts = v.split(".")
+        if len(parts) != pools or not all(p.isdigit() and len(p) <= 5 and int(p) <= MAX_GAP for p in parts):
+            break
+        gaps.append(tuple(int(p) for p in parts))
+    if len(gaps) != len(values[:MAX_OPS]) or len(gaps) != count:
+        notices.append(f"Ignored {name} from the link (it should be one step count per request): "
+                       "each request runs to the end before the next.")
+        return None
+    return gaps
 
 
 def parse(args: dict[str, list[str]]) -> UrlState:
@@ -88,6 +115,10 @@ def parse(args: dict[str, list[str]]) -> UrlState:
             s.ops.append(("ask", v[4:]))
         else:
             s.notices.append(f"Skipped op={fmt.excerpt(v, 40)!r} from the link: it should be ask:<question> or release.")
+    skipped_add = len(a.get("add", [])[:MAX_OPS]) != len(s.add)
+    skipped_op = len(a.get("op", [])[:MAX_OPS]) != len(s.ops)
+    s.add_gap = _gaps("add_gap", [] if skipped_add else a.get("add_gap", []), len(s.add), 2, s.notices)
+    s.op_gap = _gaps("op_gap", [] if skipped_op else a.get("op_gap", []), len(s.ops), 1, s.notices)
     return s
 
 
@@ -102,9 +133,12 @@ def restore(s: UrlState, frag, paging, radix) -> list[str]:
         frag.reserve = s.reserve
     if s.free_r2:
         frag.free_r2()
-    for prompt in s.add:
-        if not paging.add_request(prompt, settle=True):
+    for k, prompt in enumerate(s.add):
+        after = s.add_gap[k] if s.add_gap else None
+        if not paging.add_request(prompt, settle=after is None, after=after):
             notices.append(paging.notice)
+    if s.add_gap:
+        paging.settle()
     if s.show is not None:
         if s.show in paging.param.request.objects:
             paging.request = s.show
@@ -112,10 +146,14 @@ def restore(s: UrlState, frag, paging, radix) -> list[str]:
             notices.append(f"There is no request {s.show} in node 02: showing {paging.request}.")
     if s.sharing:
         radix.sharing = True
-    for kind, text in s.ops:
-        ok = radix.add_request(text, settle=True) if kind == "ask" else radix.release_oldest()
+    for k, (kind, text) in enumerate(s.ops):
+        after = s.op_gap[k] if s.op_gap else None
+        ok = (radix.add_request(text, settle=after is None, after=after) if kind == "ask"
+              else radix.release_oldest(after))
         if not ok:
             notices.append(radix.notice)
+    if s.op_gap:
+        radix.settle()
     return notices
 
 
@@ -129,9 +167,11 @@ def query(node: str | None, frag, paging, radix) -> str:
     if frag.freed_r2:
         q.append(("free_r2", "1"))
     q += [("add", p) for p in paging.added]
+    q += [("add_gap", g) for g in paging.added_gaps]
     if paging.request and paging.request != "R1":
         q.append(("show", paging.request))
     if radix.sharing:
         q.append(("sharing", "1"))
     q += [("op", "release" if kind == "release" else f"ask:{text}") for kind, text in radix.ops]
+    q += [("op_gap", g) for g in radix.op_gaps]
     return "?" + urlencode(q) if q else ""

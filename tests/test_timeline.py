@@ -127,3 +127,42 @@ def test_replaying_the_recorded_ops_elsewhere_gives_the_same_state(timeline, com
     copy.replay(list(timeline.ops))
     assert comparable(copy.snapshot()) == comparable(timeline.snapshot())
     assert copy.num_steps == timeline.num_steps > 0
+
+
+def test_steps_before_counts_the_steps_between_adds_and_releases(timeline):
+    timeline.add("Page one", 6)
+    timeline.step()
+    timeline.step()
+    timeline.add("Page two", 6)
+    timeline.run_until_idle()
+    timeline.release(1)
+    assert timeline.steps_before() == [0, 2, timeline.num_steps - 2]
+    assert timeline.steps_before(skip=1) == [2, timeline.num_steps - 2]
+    assert timeline.trailing_steps == 0
+    timeline.add("Page six", 3)
+    timeline.step()
+    assert timeline.trailing_steps == 1
+
+
+def test_step_to_replays_the_same_interleaving(timeline, comparable):
+    timeline.add("Page one", 6)
+    timeline.step()
+    timeline.step()
+    timeline.add("Page two", 6)
+    timeline.run_until_idle()
+    gaps = timeline.steps_before()
+    replay = Timeline(timeline.config)
+    for prompt, gap in zip(("Page one", "Page two"), gaps, strict=True):
+        replay.step_to(gap)
+        replay.add(prompt, 6)
+    replay.run_until_idle()
+    assert comparable(replay.snapshot()) == comparable(timeline.snapshot())
+
+
+def test_step_to_refuses_a_count_it_cannot_reach(timeline):
+    timeline.add("Page one", 2)
+    timeline.step()
+    with pytest.raises(ValueError, match="already taken"):
+        timeline.step_to(0)
+    with pytest.raises(ValueError, match="ran out of work"):
+        timeline.step_to(500)
