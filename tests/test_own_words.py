@@ -25,7 +25,8 @@ def test_runs_finds_a_shared_phrase_whatever_the_case_and_punctuation():
 
 
 @pytest.mark.skipif(not SEED.exists(), reason=f"the reference lesson is not at {SEED}")
-@pytest.mark.parametrize("path", TEXTS, ids=lambda p: p.name)
-def test_no_sentence_of_the_reference_lesson_is_copied(path):
-    copied = runs(path.read_text(encoding="utf-8")) & runs(SEED.read_text(encoding="utf-8"))
-    assert not copied, sorted(" ".join(r) for r in copied)[:5]
+def test_no_sentence_of_the_reference_lesson_is_copied():
+    reference = runs(SEED.read_text(encoding="utf-8"))
+    copied = {path.name: sorted(" ".join(r) for r in runs(path.read_text(encoding="utf-8")) & reference)[:3]
+              for path in TEXTS}
+    assert not {name: found for name, found in copied.items() if found}
