@@ -50,9 +50,18 @@ class NodeView(pn.viewable.Viewer):
         if self.on_interact:
             self.on_interact(self.state.key)
 
-    def _button(self, name: str, method, **kw) -> pn.widgets.Button:
+    def _button(self, name: str, method, slow: bool = False, **kw) -> pn.widgets.Button:
+        """A button calling `method`; a `slow` one (a second or more) shows a spinner meanwhile."""
         button = pn.widgets.Button(label=name, **kw)
-        button.on_click(lambda _e: (self._touch(), method()))
+
+        def click(_event):
+            self._touch()
+            if not slow:
+                return method()
+            with pn.param.set_values(button, loading=True):  # (sent before the work starts)
+                return method()
+
+        button.on_click(click)
         return button
 
     def _transport(self) -> Transport:
@@ -187,7 +196,7 @@ class RadixNode(NodeView):
             names,
             pn.FlexBox(box, self._button("Add request", s.add_request, color="primary"),
                        self._button("Release oldest", s.release_oldest),
-                       self._button("Fill the pool", s.fill_pool), align_items="end",
+                       self._button("Fill the pool", s.fill_pool, slow=True), align_items="end",
                        sizing_mode="stretch_width"),
             prose(text.RADIX_TRY, css_classes=["kv-try"]),
             BlockStrip(state=s, title="GPU KV cache · 48 blocks · paged, one system prompt for every request"),

@@ -97,6 +97,16 @@ def test_step_at_idle_says_so_and_play_replays_the_run_from_the_start(page, less
     assert page.kv_errors == []
 
 
+def test_fill_the_pool_shows_a_spinner_while_it_works_then_the_eviction(page, lesson_url):
+    page.goto(f"{lesson_url}?node=radix&sharing=1" + "&op=release" * 4)
+    expect(metric(page, "SAVED")).to_have_text("0%")  # all four released: their blocks cached, idle
+    page.get_by_role("button", name="Fill the pool").click()
+    expect(page.locator(".pn-loading")).not_to_have_count(0)
+    expect(page.locator(".kv-notice").first).to_contain_text("evicted", timeout=30_000)
+    expect(page.locator(".pn-loading")).to_have_count(0)
+    assert page.kv_errors == []
+
+
 def test_embed_route_with_state_in_the_url(page, lesson_url):
     page.goto(f"{lesson_url}?node=radix&sharing=1")
     expect(metric(page, "BLOCKS STORED")).to_have_text("18 blk")
