@@ -11,19 +11,27 @@ import html
 import panel as pn
 import param
 
+from kvviz.a11y import AccessibleNames
 from kvviz.live_html import LiveHTML
 
 PLAY_PERIOD_MS = 250
+SPEEDS = {"Speed: slow": 800, "Speed: normal": PLAY_PERIOD_MS, "Speed: fast": 100}  # ms per engine step
 
 
 class Player:
-    """Runs `state.tick` every PLAY_PERIOD_MS while `state.playing` is True."""
+    """Runs `state.tick` every `period_ms` while `state.playing` is True."""
 
     def __init__(self, state, period_ms: int = PLAY_PERIOD_MS):
         self.state, self.period_ms, self._callback = state, period_ms, None
         state.param.watch(self._on_playing, "playing")
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
             pn.state.on_session_destroyed(lambda _ctx: self.stop())
+
+    def set_period(self, period_ms: int) -> None:
+        """A new pace, taking effect at once if playing."""
+        self.period_ms = period_ms
+        if self._callback is not None:
+            self._callback.period = period_ms
 
     def _on_playing(self, event) -> None:
         if event.new and self._callback is None:
@@ -72,12 +80,16 @@ class Transport(pn.viewable.Viewer):
                                (self.play, s.toggle_play)):
             button.on_click(act(method))
             button.css_classes = ["kv-transport-button"]
+        self.speed = pn.widgets.Select(options=SPEEDS, value=PLAY_PERIOD_MS, width=150, margin=(5, 10),
+                                       css_classes=["kv-speed"])
+        self.speed.param.watch(lambda e: self.player.set_period(e.new), "value")
         self.counter = LiveHTML(pn.bind(self._counter, s.param.version, s.param.playing), margin=(8, 10))
         self.notice = LiveHTML(pn.bind(notice_html, s.param.notice), sizing_mode="stretch_width")
         self._layout = pn.Column(
-            pn.FlexBox(self.rewind, self.back, self.fwd, self.play, self.counter, flex_wrap="wrap",
+            pn.FlexBox(self.rewind, self.back, self.fwd, self.play, self.speed, self.counter, flex_wrap="wrap",
                        align_items="center", sizing_mode="stretch_width"),
-            self.notice, sizing_mode="stretch_width", css_classes=["kv-transport"],
+            self.notice, AccessibleNames(names={"kv-speed": "Play speed"}),
+            sizing_mode="stretch_width", css_classes=["kv-transport"],
         )
 
     def _counter(self, _version, playing) -> str:

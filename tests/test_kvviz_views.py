@@ -205,3 +205,16 @@ def test_live_html_sends_the_same_text_as_panels_html_pane():
     for text in ("<i>x &amp; y</i>", '<span class="kv-value">12 / 32 · 38%</span>', ""):
         ours.object = panels.object = text
         assert models[0].text == models[1].text
+
+
+def test_speed_menu_changes_the_pace_of_play_even_while_playing():
+    from kvviz.controls import SPEEDS, Transport
+
+    state = FragmentationState()
+    transport = Transport(state=state)
+    state.toggle_play()
+    assert transport.player._callback is not None
+    transport.speed.value = SPEEDS["Speed: slow"]
+    assert transport.player._callback.period == transport.player.period_ms == 800
+    state.playing = False
+    assert transport.player._callback is None
