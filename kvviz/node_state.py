@@ -8,6 +8,7 @@ import threading
 import param
 from panel.io import hold
 
+from kvviz import format as fmt
 from kvviz.scenarios import clone
 
 _PROTOTYPES: dict[tuple, object] = {}
@@ -121,6 +122,19 @@ class NodeState(param.Parameterized):
         """Per add or release since the defaults: each timeline's steps before it, as 'a.b'."""
         per_timeline = [t.steps_before(skip) for t in self.timelines]
         return [".".join(map(str, g)) for g in zip(*per_timeline, strict=True)]
+
+    def _add(self, text: str, add, settle: bool, after: tuple[int, ...] | None) -> bool | None:
+        """Validate `text`, step to `after` if given (a link's replay), then `add(text)` and run
+        it (`_run_added`; not at all after `after`: the link settles at the end). Returns the
+        `playing` to publish, or None when it did not work (the notice says why)."""
+        if why := fmt.check_prompt(text):
+            self.param.update(notice=why)
+            return None
+        if after is not None and not self._try(self.step_to, after):
+            return None
+        if not self._try(add, text):
+            return None
+        return False if after is not None else self._run_added(settle)
 
     def _run_added(self, settle: bool) -> bool:
         """After a request was added: settle (run until idle: for links and tests), or take its

@@ -16,7 +16,6 @@ import contextlib
 import param
 
 from engine import Snapshot
-from kvviz import format as fmt
 from kvviz.node_state import NodeState, fresh
 from kvviz.scenarios import (
     RADIX_MORE_QUESTIONS,
@@ -112,14 +111,9 @@ class PagingState(NodeState):
         `_run_added`); its block table is the one drawn. With `after` (a link's replay), first
         step each pool to that many steps since the last add, then add without running."""
         prompt = self.prompt if prompt is None else prompt
-        if why := fmt.check_prompt(prompt):
-            self.param.update(notice=why)
+        playing = self._add(prompt, lambda p: self.scenario.add_prompt(p, False), settle, after)
+        if playing is None:
             return False
-        if after is not None and not self._try(self.step_to, after):
-            return False
-        if not self._try(self.scenario.add_prompt, prompt, False):
-            return False
-        playing = False if after is not None else self._run_added(settle)
         self._refresh(snapshots=self._snapshots(show_newest=True), prompt=self.scenario.next_request()[0],
                       playing=playing)
         return True
@@ -189,14 +183,9 @@ class RadixState(NodeState):
         """Ask `question` (default: the prompt box) after the shared system prompt, and run it
         (see `_run_added`; `after` as for node 02's add_request)."""
         question = self.prompt if question is None else question
-        if why := fmt.check_prompt(question):
-            self.param.update(notice=why)
+        playing = self._add(question, lambda q: self._apply("ask", q, False), settle, after)
+        if playing is None:
             return False
-        if after is not None and not self._try(self.step_to, after):
-            return False
-        if not self._try(self._apply, "ask", question, False):
-            return False
-        playing = False if after is not None else self._run_added(settle)
         ops = [*self.ops, ("ask", question)]
         self._refresh(prompt=self._next_question(ops), playing=playing)
         return True
