@@ -384,7 +384,7 @@ def measure(page, node: str, step: Interaction) -> dict:
         page.locator(f'.kv-step[data-node="{node}"]').filter(has_text="idle").wait_for()
         for label, text in step.settled.items():
             page.locator(metric_selector(node, label)).filter(has_text=text).wait_for()
-    return {"frame": r["tFrame"] - r["t0"], "dom": r["tDom"] - r["t0"]}
+    return {"frame": float(r["tFrame"] - r["t0"]), "dom": float(r["tDom"] - r["t0"])}  # (JSON may give ints)
 
 
 def drive(url: str, plans: dict, warmup: int) -> tuple[dict[str, list[dict]], list[str], str]:
@@ -427,12 +427,12 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summary(frames: list[float], doms: list[float], server: list[float]) -> dict:
-    return {
+    figures = {
         "p50_ms": percentile(frames, 50), "p95_ms": percentile(frames, 95), "max_ms": max(frames),
-        "n": len(frames),
         "dom_p50_ms": percentile(doms, 50), "dom_p95_ms": percentile(doms, 95),
         "server_ms_p50": percentile(server, 50), "server_ms_p95": percentile(server, 95),
     }
+    return {**{k: float(v) for k, v in figures.items()}, "n": len(frames)}
 
 
 def machine(load_before: tuple, load_after: tuple, browser_version: str) -> dict:

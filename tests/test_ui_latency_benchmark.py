@@ -96,6 +96,12 @@ def test_busy_option_is_range_checked():
         ui_latency.parse_args(["--busy", "-1"])
 
 
+def test_summary_figures_are_floats_even_from_whole_millisecond_times():
+    s = ui_latency.summary([60, 61], [60, 60], [1, 2])  # (the browser's clock can give whole ms)
+    assert s["n"] == 2
+    assert all(isinstance(v, float) for k, v in s.items() if k != "n")
+
+
 def test_percentile_interpolates_between_closest_ranks():
     assert ui_latency.percentile([4.0, 1.0, 3.0, 2.0], 50) == 2.5
     assert ui_latency.percentile([1.0, 2.0, 3.0, 4.0, 5.0], 95) == pytest.approx(4.8)
