@@ -66,9 +66,10 @@ class ExplainState(param.Parameterized):
         check = next(c for c in CHECKS if c.key == key)
         typed = typed.strip()
         right = False
-        if not typed.lstrip("-").isdigit():
+        number = fmt.whole_number(typed)
+        if number is None:
             said = "Type a whole number of blocks or requests."
-        elif int(typed) == (truth := self.truth(key)):
+        elif number == (truth := self.truth(key)):
             right, said = True, f"Right: the engine says {truth} as well."
         else:
             said = f"Not quite. Look again at {check.where}."

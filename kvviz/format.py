@@ -101,6 +101,16 @@ def check_prompt(text: str, max_chars: int = PROMPT_MAX_CHARS) -> str | None:
     return None
 
 
+def whole_number(text: str, max_digits: int = 6) -> int | None:
+    """`text` as a whole number if it is one written in ASCII digits (an optional leading '-'),
+    at most `max_digits` long; else None. (`str.isdigit` also accepts '²', which `int` rejects,
+    and `int` refuses numbers of thousands of digits: typed or linked text must never raise.)"""
+    digits = text[1:] if text.startswith("-") else text
+    if not digits or len(digits) > max_digits or not (digits.isascii() and digits.isdigit()):
+        return None
+    return int(text)
+
+
 def block_ranges(block_ids) -> str:
     """Block ids as short ranges: (0, 1, 2, 5, 7, 8) -> '0–2, 5, 7–8'."""
     ids, parts, i = list(block_ids), [], 0

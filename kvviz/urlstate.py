@@ -70,10 +70,10 @@ def _gaps(name: str, values: list[str], count: int, pools: int, notices: list[st
         return None
     gaps = []
     for v in values[:MAX_OPS]:
-        parts = v.split(".")
-        if len(parts) != pools or not all(p.isdigit() and len(p) <= 5 and int(p) <= MAX_GAP for p in parts):
+        parts = [fmt.whole_number(p, 5) for p in v.split(".")]
+        if len(parts) != pools or not all(p is not None and 0 <= p <= MAX_GAP for p in parts):
             break
-        gaps.append(tuple(int(p) for p in parts))
+        gaps.append(tuple(parts))
     if len(gaps) != len(values[:MAX_OPS]) or len(gaps) != count:
         notices.append(f"Ignored {name} from the link (it should be one step count per request): "
                        "each request runs to the end before the next.")
@@ -93,8 +93,9 @@ def parse(args: dict[str, list[str]]) -> UrlState:
             s.notices.append(f"There is no node {one['node']!r} (try one of {', '.join(NODES)}): showing the whole lesson.")
     if "reserve" in one:
         v = one["reserve"]
-        if v.isdigit() and 1 <= int(v) <= 16:
-            s.reserve = int(v)
+        n = fmt.whole_number(v, 2)
+        if n is not None and 1 <= n <= 16:
+            s.reserve = n
         else:
             s.notices.append(f"reserve={v!r} is not a whole number from 1 to 16: using 8.")
     if "free_r2" in one:
@@ -104,7 +105,7 @@ def parse(args: dict[str, list[str]]) -> UrlState:
     s.add = _prompts("add", a.get("add", []), s.notices)
     if "show" in one:
         v = one["show"]
-        if v.startswith("R") and v[1:].isdigit():
+        if v.startswith("R") and (fmt.whole_number(v[1:], 4) or 0) > 0:
             s.show = v
         else:
             s.notices.append(f"show={v!r} is not a request name like R3: showing R1.")

@@ -286,6 +286,19 @@ def test_url_malformed_param_falls_back_with_a_notice(search, field, default):
     assert len(s.notices) == 1
 
 
+@pytest.mark.parametrize("search", ["?reserve=²", "?reserve=" + "9" * 5000, "?add=a&add_gap=².1",
+                                    "?op=release&op_gap=" + "1" * 5000, "?show=R²"])
+def test_url_numbers_that_python_would_choke_on_fall_back_with_a_notice(search):
+    s = urlstate.parse_search(search)
+    assert (s.reserve, s.add_gap, s.op_gap, s.show) == (8, None, None, None)
+    assert len(s.notices) == 1
+
+
+def test_whole_number_reads_only_short_ascii_numbers():
+    assert [fmt.whole_number(t) for t in ("12", "-3", "0")] == [12, -3, 0]
+    assert [fmt.whole_number(t) for t in ("", "-", "²", "1.5", " 4", "9" * 7)] == [None] * 6
+
+
 def test_url_round_trip_reproduces_the_state(frag, paging, radix):
     frag.reserve = 5
     frag.free_r2()
@@ -365,6 +378,13 @@ def test_self_checks_read_the_live_state(frag, paging, radix):
     assert ex.truth("without_sharing") == Radix().snapshot().metrics.blocks_without_sharing
     assert not ex.check("naive_rejects", "lots")
     assert "whole number" in ex.feedback["naive_rejects"]
+
+
+def test_self_check_answer_that_python_would_choke_on_gets_a_message(frag, paging, radix):
+    ex = ExplainState(frag, paging, radix)
+    for typed in ("²", "9" * 5000):
+        assert not ex.check("reserved_empty", typed)
+        assert "whole number" in ex.feedback["reserved_empty"]
 
 
 def test_download_holds_the_answer_and_the_state(frag, paging, radix):
