@@ -52,33 +52,25 @@ import math
 import os
 import platform
 import re
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import panel as pn
 from bokeh.document import Document
 
+from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, Server
 from benchmarks.common import NUM_THREADS, format_table, set_threads, write_json
 from kvviz.lesson import Lesson
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("KVVIZ_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 TARGET_P95_MS = 150.0  # issue 3, item 12: on-screen p95 on this machine, 50 interactions per node
 DEFAULT_INTERACTIONS, QUICK_INTERACTIONS = 50, 10
 WARMUP_INTERACTIONS = 2  # per node, first in the cycle, done in both phases but not counted
 PAGING_ADDS_PER_RESET = 9
 PAUSE_S = 0.2  # between interactions, as a person would: the previous update has settled
-SERVER_START_S, PAGE_TIMEOUT_S, UPDATE_TIMEOUT_S, ENABLED_TIMEOUT_S = 120, 90, 60, 5
+PAGE_TIMEOUT_S, UPDATE_TIMEOUT_S, ENABLED_TIMEOUT_S = 90, 60, 5
 
 
 @dataclass(frozen=True)
@@ -225,54 +217,6 @@ def plan(node: str, count: int) -> tuple[dict[str, str], list[Interaction]]:
 
 
 # -- the served app and the browser ------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """`panel serve app.py` on a free port (the flags of tests/ui's fixture), stopped on exit."""
-
-    def __enter__(self) -> Server:
-        port = _free_port()
-        cmd = [sys.executable, "-m", "panel", "serve", "app.py", "--port", str(port),
-               "--address", "127.0.0.1", "--allow-websocket-origin", f"localhost:{port}",
-               "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1"]
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="kvviz-serve-", suffix=".log", delete=False)  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
-        self.url = f"http://localhost:{port}/app"
-        try:
-            self._wait_until_up()
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
-
-    def _wait_until_up(self) -> None:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            try:
-                with urllib.request.urlopen(self.url, timeout=30) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"panel serve did not start; see {self.log.name}:\n{self.log_tail()}")
-            time.sleep(0.5)
-
-    def log_tail(self, num_chars: int = 3000) -> str:
-        return Path(self.log.name).read_text(errors="replace")[-num_chars:]
-
-    def __exit__(self, *_exc) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
 
 
 # Arms one measurement of the cards [{sel, before, expected}]: checks that each shows `before`,

@@ -87,3 +87,25 @@ def serve_all():
 def comparable():
     """comparable(snapshot): the snapshot minus wall-clock time (prefill_seconds), for equality."""
     return deterministic_view
+
+
+# -- the lesson's node states (tests/test_kvviz_*.py) ----------------------------------------
+@pytest.fixture
+def frag():
+    from kvviz.state import FragmentationState
+
+    return FragmentationState()
+
+
+@pytest.fixture
+def paging():
+    from kvviz.state import PagingState
+
+    return PagingState()
+
+
+@pytest.fixture
+def radix():
+    from kvviz.state import RadixState
+
+    return RadixState()

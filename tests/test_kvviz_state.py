@@ -3,11 +3,10 @@ the right metric text (the exact strings the metric cards show)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
-import pytest
 import torch
+from kvviz_support import HOSTILE, play_until_idle, same_state
 
 from kvviz import format as fmt
 from kvviz import urlstate
@@ -16,30 +15,6 @@ from kvviz.scenarios import Fragmentation, Paging, Radix
 from kvviz.state import FragmentationState, PagingState, RadixState
 
 torch.set_num_threads(1)  # tiny model steps: one thread is fastest
-
-HOSTILE = "<img src=x onerror=alert(1)>"
-
-
-def same_state(a, b) -> bool:
-    """Two snapshots equal but for wall-clock time."""
-    def strip(s):
-        return dataclasses.replace(s, metrics=dataclasses.replace(s.metrics, prefill_seconds=0.0))
-    return strip(a) == strip(b)
-
-
-@pytest.fixture
-def frag():
-    return FragmentationState()
-
-
-@pytest.fixture
-def paging():
-    return PagingState()
-
-
-@pytest.fixture
-def radix():
-    return RadixState()
 
 
 # -- formatting -----------------------------------------------------------------------------
@@ -141,16 +116,6 @@ def test_play_from_idle_rewinds_then_ticks_until_idle(frag):
 def test_paging_starts_with_no_naive_rejects(paging):
     assert fmt.rejects(paging.contiguous.metrics) == "0"
     assert fmt.full(paging.paged.metrics).endswith("% full")
-
-
-def play_until_idle(state) -> int:
-    """What the play timer does after Add request: tick until playing stops; the ticks taken."""
-    n = 0
-    while state.playing:
-        state.tick()
-        n += 1
-        assert n < 500, "still playing after 500 ticks"
-    return n
 
 
 def test_add_request_eventually_makes_the_naive_pool_reject_while_paged_admits(paging):
@@ -266,105 +231,6 @@ def test_toggling_sharing_replays_the_students_questions(radix):
     radix.sharing = True
     assert Radix.question_of(radix.snapshot.requests[-1].prompt) == "Why pages?"
     assert radix.snapshot.metrics.blocks_without_sharing > 36
-
-
-# -- the URL --------------------------------------------------------------------------------
-def test_url_parses_good_params():
-    s = urlstate.parse_search("?node=paging&reserve=12&free_r2=1&add=a&add=b&sharing=1&op=ask:Q&op=release&show=R2")
-    assert (s.node, s.reserve, s.free_r2, s.add, s.sharing, s.show) == ("paging", 12, True, ["a", "b"], True, "R2")
-    assert s.ops == [("ask", "Q"), ("release", "")]
-    assert s.notices == []
-
-
-@pytest.mark.parametrize("search, field, default", [
-    ("?node=bogus", "node", None), ("?reserve=abc", "reserve", 8), ("?reserve=99", "reserve", 8),
-    ("?reserve=0", "reserve", 8), ("?sharing=maybe", "sharing", False), ("?show=<b>", "show", None),
-])
-def test_url_malformed_param_falls_back_with_a_notice(search, field, default):
-    s = urlstate.parse_search(search)
-    assert getattr(s, field) == default
-    assert len(s.notices) == 1
-
-
-@pytest.mark.parametrize("search", ["?reserve=²", "?reserve=" + "9" * 5000, "?add=a&add_gap=².1",
-                                    "?op=release&op_gap=" + "1" * 5000, "?show=R²"])
-def test_url_numbers_that_python_would_choke_on_fall_back_with_a_notice(search):
-    s = urlstate.parse_search(search)
-    assert (s.reserve, s.add_gap, s.op_gap, s.show) == (8, None, None, None)
-    assert len(s.notices) == 1
-
-
-def test_whole_number_reads_only_short_ascii_numbers():
-    assert [fmt.whole_number(t) for t in ("12", "-3", "0")] == [12, -3, 0]
-    assert [fmt.whole_number(t) for t in ("", "-", "²", "1.5", " 4", "9" * 7)] == [None] * 6
-
-
-def test_url_round_trip_reproduces_the_state(frag, paging, radix):
-    frag.reserve = 5
-    frag.free_r2()
-    paging.add_request(HOSTILE)
-    play_until_idle(paging)
-    radix.sharing = True
-    radix.release_oldest()
-    radix.add_request("What is a block?", settle=True)
-    q = urlstate.query(None, frag, paging, radix)
-    f2, p2, r2 = FragmentationState(), PagingState(), RadixState()
-    assert urlstate.restore(urlstate.parse_search(q), f2, p2, r2) == []
-    assert same_state(f2.snapshot, frag.snapshot)
-    assert same_state(p2.paged, paging.paged) and same_state(p2.contiguous, paging.contiguous)
-    assert same_state(r2.snapshot, radix.snapshot)
-
-
-def test_link_replays_a_request_added_while_another_was_generating(frag, paging, radix):
-    paging.add_request()
-    paging.tick()
-    paging.add_request()  # the first is still generating: the two share the next steps
-    play_until_idle(paging)
-    radix.sharing = True
-    radix.add_request("Why share?")
-    radix.tick()
-    radix.release_oldest()  # a finished request, released while the question runs
-    radix.add_request("And evict?")
-    play_until_idle(radix)
-    q = urlstate.query(None, frag, paging, radix)
-    assert "add_gap=" in q and "op_gap=" in q
-    f2, p2, r2 = FragmentationState(), PagingState(), RadixState()
-    assert urlstate.restore(urlstate.parse_search(q), f2, p2, r2) == []
-    assert same_state(p2.paged, paging.paged) and same_state(p2.contiguous, paging.contiguous)
-    assert same_state(r2.snapshot, radix.snapshot)
-    assert (p2.step_count, r2.step_count) == (paging.step_count, radix.step_count)
-    settled = PagingState()  # the same link without its step counts: the blocks land elsewhere
-    urlstate.restore(urlstate.parse_search(q.replace("add_gap=", "x=")), FragmentationState(), settled, RadixState())
-    assert not same_state(settled.paged, paging.paged)
-
-
-def test_link_without_step_counts_runs_each_request_to_the_end_first(paging):
-    paging.add_request(settle=True)
-    paging.add_request(settle=True)
-    q = urlstate.query(None, FragmentationState(), paging, RadixState())
-    p2 = PagingState()
-    hand_written = "&".join(part for part in q.lstrip("?").split("&") if not part.startswith("add_gap="))
-    assert urlstate.restore(urlstate.parse_search(hand_written), FragmentationState(), p2, RadixState()) == []
-    assert same_state(p2.paged, paging.paged) and not p2.playing
-
-
-@pytest.mark.parametrize("gaps", [["x.1"], ["1"], ["1.2", "3.4"], ["99999.1"], ["-1.0"]])
-def test_malformed_step_counts_are_ignored_with_a_notice(gaps):
-    s = urlstate.parse({"add": ["Pages"], "add_gap": gaps})
-    assert s.add == ["Pages"] and s.add_gap is None
-    assert len(s.notices) == 1 and "add_gap" in s.notices[0]
-
-
-def test_step_counts_behind_the_engine_are_a_notice_not_an_error():
-    p = PagingState()
-    notices = urlstate.restore(urlstate.parse({"add": ["Pages"], "add_gap": ["0.0"]}), FragmentationState(), p,
-                               RadixState())
-    assert len(notices) == 1 and "already taken" in notices[0]
-    assert p.added == []
-
-
-def test_default_state_has_an_empty_query(frag, paging, radix):
-    assert urlstate.query(None, frag, paging, radix) == ""
 
 
 # -- explain it back ------------------------------------------------------------------------

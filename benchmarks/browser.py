@@ -1,0 +1,73 @@
+"""The served lesson and the browser that drives it, shared by the browser tests (tests/ui) and
+the UI latency benchmark: `panel serve app.py` on a free port, and Debian's Chromium
+(/usr/bin/chromium, or $KVVIZ_CHROMIUM) launched by Playwright. No browser is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("KVVIZ_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+SERVER_START_S = 120
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`panel serve app.py` on a free port, one process, stopped on exit; `url` is its /app."""
+
+    def __enter__(self) -> Server:
+        port = free_port()
+        cmd = [sys.executable, "-m", "panel", "serve", "app.py", "--port", str(port),
+               "--address", "127.0.0.1", "--allow-websocket-origin", f"localhost:{port}",
+               "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1"]
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="kvviz-serve-", suffix=".log", delete=False)  # noqa: SIM115
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+        self.url = f"http://localhost:{port}/app"
+        try:
+            self._wait_until_up()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _wait_until_up(self) -> None:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            try:
+                with urllib.request.urlopen(self.url, timeout=30) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"panel serve did not start; see {self.log.name}:\n{self.log_tail()}")
+            time.sleep(0.5)
+
+    def log_tail(self, num_chars: int = 3000) -> str:
+        return Path(self.log.name).read_text(errors="replace")[-num_chars:]
+
+    def __exit__(self, *_exc) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
