@@ -36,6 +36,23 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
+def main(argv: list[str] | None, description: str, sizes: dict, run, heading, table) -> dict:
+    """What `python -m benchmarks.memory` and `.prefix` do: parse the common flags, run the
+    workload of the chosen size (`run(size, threads)`), print `heading(out, size, threads)`, the
+    `table(out)` and the targets, and write the JSON if asked; returns the results."""
+    args = parser(description).parse_args(argv)
+    set_threads(args.threads)
+    size = sizes[args.size]
+    out = run(size, args.threads)
+    out["size"] = args.size
+    print(heading(out, size, args.threads) + "\n")
+    print(table(out))
+    print("\n" + format_targets(out["targets"], args.size))
+    if args.json:
+        write_json(args.json, out)
+    return out
+
+
 def set_threads(num_threads: int) -> None:
     if num_threads < 1:
         raise ValueError(f"--threads must be >= 1, got {num_threads}")

@@ -35,16 +35,13 @@ import statistics
 import time
 from dataclasses import asdict, dataclass
 
+from benchmarks import common
 from benchmarks.common import (
     SEED,
     engine_config,
     format_table,
-    format_targets,
-    parser,
     random_text,
     ratio,
-    set_threads,
-    write_json,
 )
 from engine import Engine, EngineConfig, ModelConfig
 from engine.request import Status
@@ -302,23 +299,16 @@ def table(out: dict) -> str:
     return format_table(["", "contiguous", "paged", "paged/contig"], rows)
 
 
-def main(argv: list[str] | None = None) -> dict:
-    args = parser(__doc__.splitlines()[0]).parse_args(argv)
-    set_threads(args.threads)
-    size = SIZES[args.size]
-    out = run(size, args.threads)
-    out["size"] = args.size
+def heading(out: dict, size, threads: int) -> str:
     t = out["trace"]
-    print(
-        f"memory ({args.size}): {t['num_requests']} requests, all at t=0, on {size.num_blocks} blocks x {BLOCK_SIZE}; "
-        f"input mean {t['input_tokens']['mean']:.0f} / output mean {t['output_tokens']['mean']:.0f} tokens; "
-        f"contiguous reserves {size.max_seq_len} tokens; torch threads {args.threads}\n"
-    )
-    print(table(out))
-    print("\n" + format_targets(out["targets"], args.size))
-    if args.json:
-        write_json(args.json, out)
-    return out
+    return (f"memory ({out['size']}): {t['num_requests']} requests, all at t=0, on {size.num_blocks} blocks x "
+            f"{BLOCK_SIZE}; input mean {t['input_tokens']['mean']:.0f} / output mean "
+            f"{t['output_tokens']['mean']:.0f} tokens; contiguous reserves {size.max_seq_len} tokens; "
+            f"torch threads {threads}")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    return common.main(argv, __doc__.splitlines()[0], SIZES, run, heading, table)
 
 
 if __name__ == "__main__":

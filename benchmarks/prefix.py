@@ -30,16 +30,13 @@ import statistics
 import time
 from dataclasses import asdict, dataclass
 
+from benchmarks import common
 from benchmarks.common import (
     SEED,
     engine_config,
     format_table,
-    format_targets,
-    parser,
     random_text,
     ratio,
-    set_threads,
-    write_json,
 )
 from engine import Engine, EngineConfig
 from engine.request import Status
@@ -183,23 +180,16 @@ def table(out: dict) -> str:
     return format_table(["", "sharing off", "sharing on", "off/on"], rows)
 
 
-def main(argv: list[str] | None = None) -> dict:
-    args = parser(__doc__.splitlines()[0]).parse_args(argv)
-    set_threads(args.threads)
-    size = SIZES[args.size]
-    out = run(size, args.threads)
-    out["size"] = args.size
+def heading(out: dict, size, threads: int) -> str:
     w = out["workload"]
-    print(
-        f"prefix ({args.size}): {w['num_requests']} requests at t=0, a {w['prefix_tokens']}-token shared prefix + "
-        f"{QUESTION_TOKENS[0]}-{QUESTION_TOKENS[1]}-token question, {NEW_TOKENS} new tokens each; paged, "
-        f"{out['config']['num_blocks']} blocks x {BLOCK_SIZE}; median of {size.repeats}; torch threads {args.threads}\n"
-    )
-    print(table(out))
-    print("\n" + format_targets(out["targets"], args.size))
-    if args.json:
-        write_json(args.json, out)
-    return out
+    return (f"prefix ({out['size']}): {w['num_requests']} requests at t=0, a {w['prefix_tokens']}-token shared "
+            f"prefix + {QUESTION_TOKENS[0]}-{QUESTION_TOKENS[1]}-token question, {NEW_TOKENS} new tokens each; "
+            f"paged, {out['config']['num_blocks']} blocks x {BLOCK_SIZE}; median of {size.repeats}; "
+            f"torch threads {threads}")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    return common.main(argv, __doc__.splitlines()[0], SIZES, run, heading, table)
 
 
 if __name__ == "__main__":
