@@ -112,10 +112,13 @@ class NodeState(param.Parameterized):
         for t, gap in zip(self.timelines, gaps, strict=True):
             t.step_to(gap)
 
-    def settle(self) -> None:
-        """Run every timeline until idle (a restored link ends settled)."""
+    def _run_until_idle(self) -> None:
         for t in self.timelines:
             t.run_until_idle()
+
+    def settle(self) -> None:
+        """Run every timeline until idle (a restored link ends settled)."""
+        self._run_until_idle()
         self._refresh(playing=False)
 
     def _gaps(self, skip: int) -> list[str]:
@@ -142,8 +145,7 @@ class NodeState(param.Parameterized):
         token until idle (while already playing, the play loop takes it along: continuous
         batching). Returns the `playing` to publish."""
         if settle:
-            for t in self.timelines:
-                t.run_until_idle()
+            self._run_until_idle()
             return False
         if not self.playing:
             for t in self.timelines:

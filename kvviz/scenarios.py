@@ -73,7 +73,20 @@ def clone(scenario):
     return copy.deepcopy(scenario, memo)
 
 
-class Fragmentation:
+class OnePool:
+    """A scenario with a single pool (`self.timeline`)."""
+
+    timeline: Timeline
+
+    def snapshot(self) -> Snapshot:
+        return self.timeline.snapshot()
+
+    @property
+    def timelines(self) -> tuple[Timeline, ...]:
+        return (self.timeline,)
+
+
+class Fragmentation(OnePool):
     """Node 01: one 32-block pool, each request reserving `reserve_blocks` consecutive blocks."""
 
     NUM_BLOCKS = 32
@@ -98,12 +111,6 @@ class Fragmentation:
         self.timeline.run_until_idle()
         return rid
 
-    def snapshot(self) -> Snapshot:
-        return self.timeline.snapshot()
-
-    @property
-    def timelines(self) -> tuple[Timeline, ...]:
-        return (self.timeline,)
 
 
 class Paging:
@@ -168,7 +175,7 @@ class Paging:
         return (self.contiguous, self.paged)
 
 
-class Radix:
+class Radix(OnePool):
     """Node 03: one paged pool; four requests share a 6-block system prompt, 3 own blocks each."""
 
     NUM_BLOCKS = 48
@@ -205,9 +212,3 @@ class Radix:
             self.timeline.run_until_idle()
         return rid
 
-    def snapshot(self) -> Snapshot:
-        return self.timeline.snapshot()
-
-    @property
-    def timelines(self) -> tuple[Timeline, ...]:
-        return (self.timeline,)
