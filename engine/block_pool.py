@@ -31,9 +31,6 @@ class BlockPool:
     def num_free(self) -> int:
         return self._num_free
 
-    def is_free(self, block: int) -> bool:
-        return self.ref_count[block] == 0
-
     def free_runs(self) -> list[tuple[int, int]]:
         """Runs of consecutive free blocks as (start, length), in physical order."""
         runs, start = [], None

@@ -40,7 +40,3 @@ class Request:
     @property
     def num_tokens(self) -> int:
         return len(self.prompt_ids) + len(self.output_ids)
-
-    @property
-    def holds_blocks(self) -> bool:
-        return bool(self.block_table)
