@@ -170,8 +170,10 @@ class Engine:
         return [results[rid] for rid in ids]
 
     # -- running the model -----------------------------------------------------------------
-    def _slots(self, req: Request, start: int, end: int) -> list[int]:
-        """Slots of positions [start, end) of `req`; records the tokens each block now stores."""
+    def _kv_cache_slots(self, req: Request, start: int, end: int) -> list[int]:
+        """The flat KV-cache slot (block * block_size + offset) where the K and V of each position
+        in [start, end) of `req` are written, in order; records in the pool the token each slot
+        now stores."""
         bs, slots = self.config.block_size, []
         ids = req.all_ids
         for pos in range(start, end):
@@ -195,7 +197,7 @@ class Engine:
             is_decode=False,
             token_ids=self._tensor(req.all_ids[start:end]),
             positions=self._tensor(list(range(start, end))),
-            slot_mapping=self._tensor(self._slots(req, start, end)),
+            slot_mapping=self._tensor(self._kv_cache_slots(req, start, end)),
             block_tables=self._block_tables([req]),
             seq_lens=self._tensor([end], torch.int32),
             query_start=self._tensor([0, end - start], torch.int32),
@@ -210,7 +212,7 @@ class Engine:
     def _decode(self, reqs: list[Request]) -> None:
         """One new token for each request: write the KV of its newest token, attend, sample."""
         positions = [r.num_computed for r in reqs]
-        slots = [self._slots(r, p, p + 1)[0] for r, p in zip(reqs, positions, strict=True)]
+        slots = [self._kv_cache_slots(r, p, p + 1)[0] for r, p in zip(reqs, positions, strict=True)]
         reads = torch.zeros(self.config.num_blocks, dtype=torch.int32, device=self.device)
         batch = ForwardBatch(
             is_decode=True,
