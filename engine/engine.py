@@ -24,6 +24,7 @@ from engine.request import Request, Status
 from engine.scheduler import Scheduler
 from engine.snapshot import Metrics, Snapshot, build_snapshot, compute_metrics
 from engine.tokenizer import ByteTokenizer
+from engine.util import ceil_div
 
 _MODELS: dict[tuple, Transformer] = {}
 _MODELS_LOCK = threading.Lock()
@@ -91,13 +92,13 @@ class Engine:
             )
         # Every token but the last generated one ends up with KV in the cache.
         most_kv = min(len(ids) + max_new_tokens, max_len) - 1
-        if cfg.policy == "paged" and -(-most_kv // bs) > cfg.num_blocks:
+        if cfg.policy == "paged" and ceil_div(most_kv, bs) > cfg.num_blocks:
             raise ValueError(
-                f"this request could need {-(-most_kv // bs)} blocks ({most_kv} tokens) but the whole pool "
+                f"this request could need {ceil_div(most_kv, bs)} blocks ({most_kv} tokens) but the whole pool "
                 f"has {cfg.num_blocks} blocks of {bs} tokens; shorten the prompt or max_new_tokens"
             )
-        if cfg.policy == "contiguous" and -(-len(ids) // bs) > cfg.num_blocks:
-            raise ValueError(f"the prompt needs {-(-len(ids) // bs)} blocks but the pool has {cfg.num_blocks}")
+        if cfg.policy == "contiguous" and ceil_div(len(ids), bs) > cfg.num_blocks:
+            raise ValueError(f"the prompt needs {ceil_div(len(ids), bs)} blocks but the pool has {cfg.num_blocks}")
         req = Request(self._next_id, ids, max_new_tokens, reserve_blocks)
         self._next_id += 1
         self.requests[req.request_id] = req

@@ -17,6 +17,7 @@ from engine.config import EngineConfig
 from engine.events import EventLog
 from engine.radix_cache import RadixCache
 from engine.request import Request, Status
+from engine.util import ceil_div
 
 
 @dataclass
@@ -31,10 +32,6 @@ class Counters:
     decode_tokens: int = 0
     steps: int = 0
     prefill_seconds: float = 0.0  # wall time spent in prefill forwards
-
-
-def _pages(num_tokens: int, block_size: int) -> int:
-    return -(-num_tokens // block_size)
 
 
 class Scheduler:
@@ -86,7 +83,7 @@ class Scheduler:
         if not self.is_paged:
             reserve = req.reserve_blocks or self.cfg.reserve_blocks
             if n > reserve * bs:
-                return f"never:{req.name}'s prompt needs {_pages(n, bs)} blocks but its reservation is only {reserve}"
+                return f"never:{req.name}'s prompt needs {ceil_div(n, bs)} blocks but its reservation is only {reserve}"
             if reserve > self.pool.num_blocks:
                 return f"never:{req.name} reserves {reserve} blocks but the pool has only {self.pool.num_blocks}"
             result = self.allocator.reserve(req, reserve)
@@ -99,7 +96,7 @@ class Scheduler:
             match = self.radix.match_prefix(req.all_ids[: n - 1])
             self.radix.lock(match.node)
             req.radix_node, matched = match.node, match.blocks
-        need = _pages(n, bs) - len(matched)
+        need = ceil_div(n, bs) - len(matched)
         shortfall = need - self.pool.num_free
         if shortfall > 0 and self.radix is not None and self.radix.num_evictable_blocks >= shortfall:
             self._evict(shortfall)  # only when it makes room: never empty the cache for nothing

@@ -11,6 +11,7 @@ from engine.block_pool import BlockPool
 from engine.events import Event
 from engine.radix_cache import RadixCache
 from engine.request import Request, Status
+from engine.util import ceil_div
 
 BLOCK_STATES = ("free", "reserved", "tokens", "cached")  # reserved = reserved-empty; cached = cached-idle
 
@@ -57,7 +58,7 @@ def compute_metrics(pool: BlockPool, requests: list[Request], radix: RadixCache 
     stored = sum(1 for b in held if pool.tokens[b] and pool.ref_count[b] - (b in cached) > 0)
     slots_locked = bs * len(held)
     live = [r for r in requests if r.block_table]
-    without_sharing = sum(-(-r.num_computed // bs) for r in live)
+    without_sharing = sum(ceil_div(r.num_computed, bs) for r in live)
     return Metrics(
         blocks_total=pool.num_blocks,
         blocks_with_tokens=with_tokens,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine import ceil_div
 from engine.allocators import ContiguousAllocator, PagedAllocator
 from engine.block_pool import BlockPool
 from engine.events import EventLog
@@ -106,7 +107,7 @@ def test_paged_engine_holds_one_block_per_block_size_tokens_of_kv(make_engine):
         req = engine.requests[rid]
         held.append((req.num_computed, len(req.block_table)))
     assert held[0] == (9, 3)  # the prompt's 9 tokens in 3 blocks
-    assert all(num_blocks == -(-num_kv // 4) for num_kv, num_blocks in held)
+    assert all(num_blocks == ceil_div(num_kv, 4) for num_kv, num_blocks in held)
     assert held[-1] == (20, 5)
 
 
@@ -124,3 +125,10 @@ def test_paged_block_table_is_append_only(make_engine):
             assert later[: len(earlier)] == earlier
         assert len(seen[-1]) > len(seen[0])
     assert engine.requests[a].status is Status.FINISHED
+
+
+@pytest.mark.parametrize(
+    ("num_tokens", "block_size", "blocks"), [(0, 4, 0), (1, 4, 1), (4, 4, 1), (5, 4, 2), (9, 1, 9)]
+)
+def test_ceil_div_counts_the_blocks_a_number_of_tokens_needs(num_tokens, block_size, blocks):
+    assert ceil_div(num_tokens, block_size) == blocks

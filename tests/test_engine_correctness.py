@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine import Engine, EngineConfig
+from engine import Engine, EngineConfig, ceil_div
 from engine.request import Status
 
 # Logits of the cached path against forward_full, float32 on CPU: both compute the same sums in a
@@ -59,7 +59,7 @@ def test_paged_engine_generates_the_no_cache_greedy_tokens(make_engine, block_si
 
 @pytest.mark.parametrize("block_size", [1, 4, 16])
 def test_contiguous_engine_generates_the_no_cache_greedy_tokens(make_engine, block_size):
-    reserve = -(-(33 + 12) // block_size)  # room for the longest prompt and all its new tokens
+    reserve = ceil_div(33 + 12, block_size)  # room for the longest prompt and all its new tokens
     engine = make_engine(
         policy="contiguous", block_size=block_size, reserve_blocks=reserve, num_blocks=5 * reserve
     )
