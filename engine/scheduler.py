@@ -34,6 +34,18 @@ class Counters:
     prefill_seconds: float = 0.0  # wall time spent in prefill forwards
 
 
+@dataclass(frozen=True)
+class Admission:
+    """Whether a waiting request got the blocks for its prefill and, if not, why not."""
+
+    ok: bool
+    reason: str = ""  # why not, in words ("" when ok)
+    never: bool = False  # it could not fit even in an empty pool: refused whatever the admission mode
+
+
+ADMITTED = Admission(ok=True)
+
+
 class Scheduler:
     def __init__(self, cfg: EngineConfig, pool: BlockPool, log: EventLog):
         self.cfg = cfg
@@ -59,36 +71,37 @@ class Scheduler:
         """
         while self.waiting and len(self.running) < self.cfg.max_running:
             req = self.waiting[0]
-            why = self._try_allocate(req)
-            if why is None:
+            admission = self._try_allocate(req)
+            if admission.ok:
                 self.waiting.popleft()
                 req.status = Status.RUNNING
                 self.running.append(req)
                 self.log.emit("request_admitted", req.request_id, req.block_table, f"{req.name} admitted")
                 return req
             # A preempted request was admitted once: it waits for room rather than being refused.
-            if (self.cfg.admission == "wait" or req.num_preemptions) and not why.startswith("never:"):
+            if (self.cfg.admission == "wait" or req.num_preemptions) and not admission.never:
                 return None
             self.waiting.popleft()
-            req.status, req.reason = Status.REFUSED, why.removeprefix("never:")
+            req.status, req.reason = Status.REFUSED, admission.reason
             self.counters.rejected += 1
             self.log.emit("request_refused", req.request_id, (), req.reason)
         return None
 
-    def _try_allocate(self, req: Request) -> str | None:
-        """Hold the blocks for `req`'s prefill; None on success, else why not (prefix 'never:'
-        when it could not fit even in an empty pool)."""
+    def _try_allocate(self, req: Request) -> Admission:
+        """Hold the blocks for `req`'s prefill (ADMITTED), or say why not (holding nothing)."""
         n = req.num_tokens
         bs = self.pool.block_size
         if not self.is_paged:
             reserve = req.reserve_blocks or self.cfg.reserve_blocks
             if n > reserve * bs:
-                return f"never:{req.name}'s prompt needs {ceil_div(n, bs)} blocks but its reservation is only {reserve}"
+                why = f"{req.name}'s prompt needs {ceil_div(n, bs)} blocks but its reservation is only {reserve}"
+                return Admission(ok=False, reason=why, never=True)
             if reserve > self.pool.num_blocks:
-                return f"never:{req.name} reserves {reserve} blocks but the pool has only {self.pool.num_blocks}"
+                why = f"{req.name} reserves {reserve} blocks but the pool has only {self.pool.num_blocks}"
+                return Admission(ok=False, reason=why, never=True)
             result = self.allocator.reserve(req, reserve)
             req.num_computed = req.num_prefix_hit = 0
-            return None if result.ok else result.reason
+            return ADMITTED if result.ok else Admission(ok=False, reason=result.reason)
 
         matched: tuple[int, ...] = ()
         if self.radix is not None:
@@ -104,10 +117,10 @@ class Scheduler:
             if self.radix is not None:
                 self.radix.unlock(req.radix_node)
                 req.radix_node = None
-            return (
-                f"{req.name} needs {need} free blocks for its prompt; {self.pool.num_free} are free"
-                + (" after evicting every idle cached prefix" if self.radix is not None else "")
-            )
+            why = f"{req.name} needs {need} free blocks for its prompt; {self.pool.num_free} are free"
+            if self.radix is not None:
+                why += " after evicting every idle cached prefix"
+            return Admission(ok=False, reason=why)
         for b in matched:
             self.pool.incref(b)
         if matched:
@@ -116,7 +129,7 @@ class Scheduler:
         self.allocator.append_pages(req, need)
         req.num_computed = req.num_prefix_hit = len(matched) * bs
         self.counters.prefix_hit_tokens += req.num_prefix_hit
-        return None
+        return ADMITTED
 
     def _evict(self, num_blocks: int) -> int:
         if self.radix is None or num_blocks <= 0:

@@ -128,7 +128,18 @@ def test_contiguous_prompt_longer_than_its_reservation_is_refused_even_under_wai
     engine.step()
     req = engine.requests[rid]
     assert req.status is Status.REFUSED
-    assert "needs 5 blocks but its reservation is only 2" in req.reason
+    assert req.reason == "R1's prompt needs 5 blocks but its reservation is only 2"
+    assert not engine.has_unfinished()
+
+
+def test_contiguous_reservation_larger_than_the_pool_is_refused_even_under_wait(make_engine):
+    engine = make_engine(policy="contiguous", block_size=4, num_blocks=8, reserve_blocks=2, admission="wait")
+    rid = engine.add_request("abc", max_new_tokens=1, reserve_blocks=9)
+    engine.step()
+    req = engine.requests[rid]
+    assert req.status is Status.REFUSED
+    assert req.reason == "R1 reserves 9 blocks but the pool has only 8"
+    assert engine.metrics().rejected == 1
     assert not engine.has_unfinished()
 
 
