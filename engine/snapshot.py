@@ -1,6 +1,7 @@
 """Snapshots: an immutable picture of the engine, the only source of every number on screen.
 
-`Metrics` holds the figures of DESIGN.md, each defined once, in `compute_metrics`.
+`Metrics` holds the figures the lesson shows (docs/architecture.md, "Metrics"), each defined once, in
+`compute_metrics`.
 """
 
 from __future__ import annotations
