@@ -5,10 +5,12 @@
     while engine.has_unfinished():
         engine.step()          # schedule, run the model, postprocess
     engine.snapshot()          # immutable picture: blocks, requests, radix tree, metrics, events
+    engine.clone()             # an independent copy from here on, sharing only the read-only model
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from dataclasses import dataclass
@@ -45,6 +47,11 @@ def load_model(model_cfg: ModelConfig, weights: str, seed: int, device: torch.de
             model.to(device).eval().requires_grad_(False)
             _MODELS[key] = model
         return _MODELS[key]
+
+
+# Attributes an engine never changes after __init__ (the model's weights are read-only, shared per
+# process): a clone shares them. Everything else in an engine is mutable state, and a clone copies it.
+_SHARED_WITH_CLONES = ("config", "device", "backend", "tokenizer", "model")
 
 
 @dataclass(frozen=True)
@@ -155,6 +162,25 @@ class Engine:
 
     def check_integrity(self) -> None:
         self.scheduler.check_integrity(list(self.requests.values()))
+
+    def clone(self) -> Engine:
+        """An independent copy that behaves exactly as this engine would from here on.
+
+        It shares the model (the same object: read-only weights) and the immutable config,
+        device, backend and tokenizer; everything else is deep-copied: the KV tensors, block
+        pool, scheduler, requests, prefix cache, event log and counters.
+        """
+        return copy.deepcopy(self)
+
+    def __deepcopy__(self, memo: dict) -> Engine:
+        # copy.deepcopy of anything holding an engine (a timeline, a scenario) shares the model too.
+        for name in _SHARED_WITH_CLONES:
+            value = getattr(self, name)
+            memo.setdefault(id(value), value)
+        twin = type(self).__new__(type(self))
+        memo[id(self)] = twin
+        twin.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return twin
 
     def generate(self, prompts: list[str], max_new_tokens: int) -> list[GenerationResult]:
         """Greedy generation for each prompt; finished requests are released as they finish."""
