@@ -1,4 +1,4 @@
-"""Argument checks shared by the kernel wrappers.
+"""Argument checks, and the few constants and helpers, shared by the kernel wrappers.
 
 Every check raises ValueError naming the argument, the expected value and the one received.
 Index *values* (slots, block ids, sequence lengths) are checked only for CPU tensors, where it is
@@ -12,6 +12,8 @@ import triton
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 INDEX_DTYPES = (torch.int32, torch.int64)
+# log2(e): the attention kernels scale scores by scale * LOG2E and use exp2, which is cheaper than exp.
+LOG2E = 1.4426950408889634
 
 
 def check_ndim(name: str, t: torch.Tensor, ndim: int, layout: str) -> None:
@@ -51,6 +53,43 @@ def check_cache_pair(k_cache: torch.Tensor, v_cache: torch.Tensor) -> None:
         raise ValueError(f"k_cache and v_cache must have the same dtype, got {k_cache.dtype} and {v_cache.dtype}")
     if min(k_cache.shape) < 1:
         raise ValueError(f"k_cache must have no empty dimension, got shape {tuple(k_cache.shape)}")
+
+
+def check_attention_args(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,
+    seq_lens: torch.Tensor,
+    query_start: torch.Tensor | None = None,
+) -> None:
+    """The shapes and dtypes both paged attention wrappers take.
+
+    q: (rows, num_heads, head_dim) in the caches' dtype and head_dim, num_heads a multiple of
+    num_kv_heads; block_tables: (num_seqs, max_pages); seq_lens: (num_seqs,); index dtypes.
+    Decode (query_start None) has one query row per sequence, so rows == num_seqs. Extend packs
+    its new tokens: rows == total_new, and query_start is (num_seqs + 1,).
+    """
+    check_cache_pair(k_cache, v_cache)
+    num_kv_heads, head_dim = k_cache.shape[2:]
+    rows = "num_seqs" if query_start is None else "total_new"
+    check_ndim("q", q, 3, f"({rows}, num_heads, head_dim)")
+    num_rows, num_heads = q.shape[:2]
+    check_shape("q", q, (num_rows, num_heads, head_dim), f"({rows}, num_heads, head_dim of the cache)")
+    if num_heads % num_kv_heads != 0:
+        raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})")
+    if q.dtype != k_cache.dtype:
+        raise ValueError(f"q and the caches must have the same dtype, got q {q.dtype} and caches {k_cache.dtype}")
+    check_ndim("block_tables", block_tables, 2, "(num_seqs, max_pages)")
+    num_seqs = block_tables.shape[0]
+    if query_start is None and num_seqs != num_rows:
+        raise ValueError(f"block_tables must have one row per sequence ({num_rows}), got shape {tuple(block_tables.shape)}")
+    check_dtype("block_tables", block_tables, INDEX_DTYPES)
+    if query_start is not None:
+        check_shape("query_start", query_start, (num_seqs + 1,), "(num_seqs + 1,)")
+        check_dtype("query_start", query_start, INDEX_DTYPES)
+    check_shape("seq_lens", seq_lens, (num_seqs,), "(num_seqs,)")
+    check_dtype("seq_lens", seq_lens, INDEX_DTYPES)
 
 
 def check_launchable(device: torch.device, kernel: object) -> None:

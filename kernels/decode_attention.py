@@ -18,8 +18,6 @@ import triton.language as tl
 
 from kernels import _checks
 
-_LOG2E = 1.4426950408889634
-
 # Splitting pays for itself only when a split still streams a good many tokens.
 _MIN_TOKENS_PER_SPLIT = 256
 _MAX_SPLITS = 64
@@ -180,21 +178,9 @@ def paged_decode_attention(
     max_pages * block_size as the length bound, so no host sync).
     Returns (num_seqs, num_heads, head_dim) in q's dtype, accumulated in float32.
     """
-    _checks.check_cache_pair(k_cache, v_cache)
+    _checks.check_attention_args(q, k_cache, v_cache, block_tables, seq_lens)
     num_blocks, block_size, num_kv_heads, head_dim = k_cache.shape
-    _checks.check_ndim("q", q, 3, "(num_seqs, num_heads, head_dim)")
     num_seqs, num_heads = q.shape[:2]
-    _checks.check_shape("q", q, (num_seqs, num_heads, head_dim), "(num_seqs, num_heads, head_dim of the cache)")
-    if num_heads % num_kv_heads != 0:
-        raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})")
-    if q.dtype != k_cache.dtype:
-        raise ValueError(f"q and the caches must have the same dtype, got q {q.dtype} and caches {k_cache.dtype}")
-    _checks.check_ndim("block_tables", block_tables, 2, "(num_seqs, max_pages)")
-    if block_tables.shape[0] != num_seqs:
-        raise ValueError(f"block_tables must have one row per sequence ({num_seqs}), got shape {tuple(block_tables.shape)}")
-    _checks.check_dtype("block_tables", block_tables, _checks.INDEX_DTYPES)
-    _checks.check_shape("seq_lens", seq_lens, (num_seqs,), "(num_seqs,)")
-    _checks.check_dtype("seq_lens", seq_lens, _checks.INDEX_DTYPES)
     tensors = dict(q=q, k_cache=k_cache, v_cache=v_cache, block_tables=block_tables, seq_lens=seq_lens)
     if block_reads is not None:
         _checks.check_shape("block_reads", block_reads, (num_blocks,), "(num_blocks,)")
@@ -232,7 +218,7 @@ def paged_decode_attention(
 
     paged_decode_attention_kernel[(num_seqs, num_kv_heads, num_splits)](
         q, k_cache, v_cache, block_tables, seq_lens, partial, lse, reads,
-        scale * _LOG2E,
+        scale * _checks.LOG2E,
         *q.stride(), *k_cache.stride(), *v_cache.stride(), *block_tables.stride(), seq_lens.stride(0),
         *partial_strides, *lse_strides, reads.stride(0),
         num_splits,

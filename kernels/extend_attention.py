@@ -15,8 +15,6 @@ import triton.language as tl
 
 from kernels import _checks
 
-_LOG2E = 1.4426950408889634
-
 
 @triton.jit
 def paged_extend_attention_kernel(
@@ -112,22 +110,10 @@ def paged_extend_attention(
     max_new_tokens: optional bound on query_start[s+1] - query_start[s], to spare a host sync.
     Returns (total_new, num_heads, head_dim) in q's dtype, accumulated in float32.
     """
-    _checks.check_cache_pair(k_cache, v_cache)
+    _checks.check_attention_args(q, k_cache, v_cache, block_tables, seq_lens, query_start)
     num_blocks, block_size, num_kv_heads, head_dim = k_cache.shape
-    _checks.check_ndim("q", q, 3, "(total_new, num_heads, head_dim)")
     total_new, num_heads = q.shape[:2]
-    _checks.check_shape("q", q, (total_new, num_heads, head_dim), "(total_new, num_heads, head_dim of the cache)")
-    if num_heads % num_kv_heads != 0:
-        raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})")
-    if q.dtype != k_cache.dtype:
-        raise ValueError(f"q and the caches must have the same dtype, got q {q.dtype} and caches {k_cache.dtype}")
-    _checks.check_ndim("block_tables", block_tables, 2, "(num_seqs, max_pages)")
     num_seqs = block_tables.shape[0]
-    _checks.check_dtype("block_tables", block_tables, _checks.INDEX_DTYPES)
-    _checks.check_shape("query_start", query_start, (num_seqs + 1,), "(num_seqs + 1,)")
-    _checks.check_dtype("query_start", query_start, _checks.INDEX_DTYPES)
-    _checks.check_shape("seq_lens", seq_lens, (num_seqs,), "(num_seqs,)")
-    _checks.check_dtype("seq_lens", seq_lens, _checks.INDEX_DTYPES)
     device = _checks.check_same_device(q=q, k_cache=k_cache, v_cache=v_cache, block_tables=block_tables,
                                        query_start=query_start, seq_lens=seq_lens)
     _checks.check_launchable(device, paged_extend_attention_kernel)
@@ -145,7 +131,7 @@ def paged_extend_attention(
     grid = (num_seqs, num_heads, triton.cdiv(max_new_tokens, block_m))
     paged_extend_attention_kernel[grid](
         q, k_cache, v_cache, block_tables, query_start, seq_lens, out,
-        scale * _LOG2E,
+        scale * _checks.LOG2E,
         *q.stride(), *k_cache.stride(), *v_cache.stride(), *block_tables.stride(),
         query_start.stride(0), seq_lens.stride(0), *out.stride(),
         GROUP=num_heads // num_kv_heads, HEAD_DIM=head_dim, BLOCK_SIZE=block_size,

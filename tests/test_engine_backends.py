@@ -16,7 +16,7 @@ import torch
 if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"
 pytest.importorskip("triton")
-for _name in ("kernels.store_kv", "kernels.decode_attention", "kernels.extend_attention"):
+for _name in ("kernels.store_kv_kernel", "kernels.decode_attention", "kernels.extend_attention"):
     if _name in sys.modules:  # decorated earlier for another TRITON_INTERPRET: re-decorate
         importlib.reload(sys.modules[_name])
 

@@ -23,7 +23,7 @@ pytest.importorskip("triton")
 
 # A kernel module imported earlier in this process (e.g. through an engine test) was decorated for
 # whatever TRITON_INTERPRET was then; reloading re-decorates it for the setting above.
-for _name in ("kernels.store_kv", "kernels.decode_attention", "kernels.extend_attention"):
+for _name in ("kernels.store_kv_kernel", "kernels.decode_attention", "kernels.extend_attention"):
     if _name in sys.modules:
         importlib.reload(sys.modules[_name])
 
@@ -390,6 +390,30 @@ def test_decode_rejects_bad_num_splits():
         paged_decode_attention(**_decode_args(), num_splits=0)
 
 
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"q": lambda a: a["q"][:, :3]}, r"num_heads \(3\) must be a multiple of num_kv_heads \(2\)"),
+        ({"q": lambda a: a["q"].half()}, r"q and the caches must have the same dtype"),
+        ({"q": lambda a: a["q"][..., :8]}, r"q must have shape \(2, 4, 16\) \(total_new, num_heads, head_dim of"),
+        ({"block_tables": lambda a: a["block_tables"].float()}, r"block_tables must have dtype in \(int32, int64\)"),
+        ({"query_start": lambda a: a["query_start"][:2]}, r"query_start must have shape \(3,\)"),
+        ({"seq_lens": lambda a: a["seq_lens"][:1]}, r"seq_lens must have shape \(2,\)"),
+    ],
+)
+def test_extend_rejects_bad_arguments_as_decode_does(changes, message):
+    args = _decode_args(query_start=lambda a: torch.tensor([0, 1, 2], dtype=torch.int32, device=DEVICE))
+    args.update({name: change(args) for name, change in changes.items()})
+    with pytest.raises(ValueError, match=message):
+        paged_extend_attention(**args)
+
+
+def test_decode_needs_one_block_table_row_per_query():
+    args = _decode_args(block_tables=lambda a: a["block_tables"][:1])
+    with pytest.raises(ValueError, match=r"block_tables must have one row per sequence \(2\), got shape \(1, "):
+        paged_decode_attention(**args)
+
+
 def test_extend_rejects_query_start_not_covering_q():
     args = _decode_args()
     query_start = torch.tensor([0, 1, 3], dtype=torch.int32, device=DEVICE)
@@ -426,9 +450,21 @@ def test_importing_the_references_does_not_import_triton():
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True)
 
 
-def test_package_attribute_is_the_wrapper_even_after_importing_its_submodule():
+def test_importing_the_package_does_not_import_triton():
+    code = "import sys, kernels; assert 'triton' not in sys.modules"
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True)
+
+
+def test_package_attributes_are_the_wrappers_of_their_submodules():
     import kernels
 
-    importlib.import_module("kernels.store_kv")
-    assert kernels.store_kv is sys.modules["kernels.store_kv"].store_kv
-    assert callable(kernels.paged_decode_attention) and callable(kernels.paged_extend_attention)
+    for name, module in [
+        ("store_kv", "kernels.store_kv_kernel"),
+        ("paged_decode_attention", "kernels.decode_attention"),
+        ("paged_extend_attention", "kernels.extend_attention"),
+    ]:
+        importlib.import_module(module)
+        assert getattr(kernels, name) is getattr(sys.modules[module], name)
+    with pytest.raises(AttributeError, match="module 'kernels' has no attribute 'store'"):
+        kernels.store  # noqa: B018
