@@ -3,7 +3,7 @@
     /app                      the whole lesson (template, numbered navigation, all nodes)
     /app?node=paging          one node alone, no template chrome (for an iframe); also
                               fragmentation, radix, explain
-    /app?node=radix&sharing=1 any node state in the URL (see kvviz/urlstate.py)
+    /app?node=radix&sharing=1 any node state in the URL (see kvviz/urlstate.py and kvviz/nodes/<node>/url.py)
 
 Styles come from assets/kvviz.css, injected with `raw_css` so they also reach inside the
 components' shadow roots; no static route is needed (assets/embed.html can be opened from disk

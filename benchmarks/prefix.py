@@ -38,7 +38,7 @@ from benchmarks.common import (
     random_text,
     ratio,
 )
-from engine import Engine, EngineConfig
+from engine import Engine, EngineConfig, ceil_div
 from engine.request import Status
 
 BLOCK_SIZE = 16
@@ -78,7 +78,7 @@ def make_prompts(size: Size, seed: int = SEED) -> list[bytes]:
 def pool_blocks(size: Size) -> int:
     """Blocks enough for every request at its longest, with no sharing."""
     longest = size.prefix_tokens + QUESTION_TOKENS[1] + NEW_TOKENS
-    return size.num_requests * -(-longest // BLOCK_SIZE)
+    return size.num_requests * ceil_div(longest, BLOCK_SIZE)
 
 
 def setting_config(prefix_sharing: bool, size: Size) -> EngineConfig:

@@ -10,7 +10,7 @@ $KVVIZ_CHROMIUM) and drives it as a student would, N interactions per node (defa
     fragmentation  cycle: "Reserved length" slider +1 (ArrowUp on its handle), "Free R2",
                    slider -1 (ArrowDown), "Reset"
     paging         "Add request" (the prompt box holds the next prompt of the stream), and
-                   "Reset" after PAGING_ADDS_PER_RESET adds, a classroom-sized session. Add
+                   "Reset" after 9 adds (the node's `practice` in kvviz/nodes), a classroom-sized session. Add
                    request computes the prompt and its first token, then plays on (one step
                    per play tick) until the request has finished: timed is the click to that
                    first update; the run then ends, untimed, before the next interaction
@@ -64,18 +64,18 @@ from bokeh.document import Document
 from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, Server
 from benchmarks.common import NUM_THREADS, format_table, set_threads, write_json
 from kvviz.lesson import Lesson
+from kvviz.nodes import LIVE
 
 TARGET_P95_MS = 150.0  # issue 3, item 12: on-screen p95 on this machine, 50 interactions per node
 DEFAULT_INTERACTIONS, QUICK_INTERACTIONS = 50, 10
 WARMUP_INTERACTIONS = 2  # per node, first in the cycle, done in both phases but not counted
-PAGING_ADDS_PER_RESET = 9
 PAUSE_S = 0.2  # between interactions, as a person would: the previous update has settled
 PAGE_TIMEOUT_S, UPDATE_TIMEOUT_S, ENABLED_TIMEOUT_S = 90, 60, 5
 
 
 @dataclass(frozen=True)
 class Action:
-    """A widget, found by (part of) its label as in DESIGN.md; a key pressed on it, else a click."""
+    """A widget, found by (part of) its label; a key pressed on it, else a click."""
 
     widget: str
     key: str | None = None
@@ -87,14 +87,8 @@ class Action:
 
 SLIDER_KEYS = {"ArrowUp": ("+1", 1), "ArrowDown": ("-1", -1)}  # not → / ←: those are also shortcuts
 RESET = Action("Reset")
-NODES = {  # node -> (its metric cards, in order; the cycle of actions)
-    "fragmentation": (("IN USE", "RESERVED · EMPTY", "LARGEST GAP"),
-                      (Action("Reserved length", "ArrowUp"), Action("Free R2"),
-                       Action("Reserved length", "ArrowDown"), RESET)),
-    "paging": (("CONTIGUOUS", "PAGED", "NAIVE REJECTS"),
-               (Action("Add request"),) * PAGING_ADDS_PER_RESET + (RESET,)),
-    "radix": (("BLOCKS STORED", "vs NO SHARING", "SAVED"), (Action("Prefix sharing"),)),
-}
+# node -> (its metric cards, in order; the cycle of actions), from the lesson's registry
+NODES = {n.key: (tuple(c.label for c in n.cards), tuple(Action(w, k) for w, k in n.practice)) for n in LIVE}
 
 
 @dataclass(frozen=True)
@@ -121,7 +115,7 @@ class Mirror:
     def __init__(self, node: str):
         self.node = node
         lesson = Lesson({"node": [node.encode()]})
-        self.state = getattr(lesson, node)
+        self.state = lesson.states[node]
         self.page = lesson.node_page(node)
         self.page.get_root(Document())  # so that updates reach Bokeh models, as in a session
 

@@ -1,5 +1,6 @@
 """One browser session's lesson: the node states (restored from the URL), their views, the URL
 sync and the keyboard. `app.py` builds one per session and serves `full_page()` or `node_page()`.
+Every node comes from the registry (kvviz/nodes/__init__.py).
 """
 
 from __future__ import annotations
@@ -9,17 +10,15 @@ from pathlib import Path
 
 import panel as pn
 
-from kvviz import text, urlstate
-from kvviz.explain import ExplainNode
-from kvviz.explain_state import ExplainState
-from kvviz.keyboard import Keyboard
-from kvviz.live_html import LiveHTML
-from kvviz.nav import Nav
-from kvviz.nodes import FragmentationNode, PagingNode, RadixNode
-from kvviz.state import FragmentationState, PagingState, RadixState
+from kvviz import page_text, urlstate
+from kvviz.nodes import BY_KEY, LIVE, NODES
+from kvviz.web.keyboard import Keyboard
+from kvviz.web.live_html import LiveHTML
+from kvviz.web.nav import Nav, items_html
 
 CSS_PATH = Path(__file__).resolve().parent.parent / "assets" / "kvviz.css"
-LIVE_NODES = ("fragmentation", "paging", "radix")
+LIVE_NODES = tuple(n.key for n in LIVE)
+NAV_HTML = items_html([(n.key, n.number, n.title) for n in NODES])
 SYSTEM_FONTS = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 
 
@@ -33,11 +32,11 @@ def link_notice_html(notices: list[str]) -> str:
 class Lesson:
     def __init__(self, args: dict[str, list] | None = None):
         self.url = urlstate.parse(args or {})
-        self.fragmentation, self.paging, self.radix = FragmentationState(), PagingState(), RadixState()
-        self.states = {s.key: s for s in (self.fragmentation, self.paging, self.radix)}
-        self.link_notices = urlstate.restore(self.url, self.fragmentation, self.paging, self.radix)
-        self.explain = ExplainState(self.fragmentation, self.paging, self.radix)
-        self.active = self.url.node if self.url.node in LIVE_NODES else "fragmentation"
+        self.states: dict = {}
+        for n in NODES:
+            self.states[n.key] = n.new_state(self.states)
+        self.link_notices = urlstate.restore(self.url, self.states)
+        self.active = self.url.node if self.url.node in LIVE_NODES else LIVE_NODES[0]
         self.keyboard = Keyboard(self.on_key, height=0, width=0, margin=0)
         self._views: dict[str, pn.viewable.Viewer] = {}
 
@@ -60,11 +59,7 @@ class Lesson:
     # -- views -----------------------------------------------------------------------------
     def view(self, key: str):
         if key not in self._views:
-            if key == "explain":
-                self._views[key] = ExplainNode(state=self.explain)
-            else:
-                cls = {"fragmentation": FragmentationNode, "paging": PagingNode, "radix": RadixNode}[key]
-                self._views[key] = cls(state=self.states[key], on_interact=self.touch)
+            self._views[key] = BY_KEY[key].new_view(self.states[key], on_interact=self.touch)
         return self._views[key]
 
     def _notice_pane(self) -> pn.pane.HTML:
@@ -80,15 +75,16 @@ class Lesson:
     def full_page(self) -> pn.template.FastListTemplate:
         intro = pn.Column(
             self._notice_pane(),
-            pn.pane.Markdown(text.INTRO, sizing_mode="stretch_width", css_classes=["kv-prose", "kv-intro"]),
-            Nav(sizing_mode="stretch_width"),
+            pn.pane.Markdown(page_text.INTRO, sizing_mode="stretch_width", css_classes=["kv-prose", "kv-intro"]),
+            Nav(items_html=NAV_HTML, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )
-        main = [intro] + [self.view(k) for k in ("fragmentation", "paging", "radix", "explain")]
-        main.append(pn.Column(pn.pane.Markdown(text.FOOTER, css_classes=["kv-footer"]), self.keyboard,
+        main = [intro] + [self.view(n.key) for n in NODES]
+        main.append(pn.Column(pn.pane.Markdown(page_text.FOOTER, css_classes=["kv-footer"]), self.keyboard,
                               sizing_mode="stretch_width"))
         template = pn.template.FastListTemplate(
-            title=text.TITLE, sidebar=[Nav(vertical=True, sizing_mode="stretch_width")], main=main,
+            title=page_text.TITLE, sidebar=[Nav(items_html=NAV_HTML, vertical=True, sizing_mode="stretch_width")],
+            main=main,
             main_max_width="1280px", header_background="#1d3557", accent_base_color="#0072B2",
             sidebar_width=230, theme_toggle=False, font=SYSTEM_FONTS,
         )
@@ -98,7 +94,7 @@ class Lesson:
 
     # -- the URL ---------------------------------------------------------------------------
     def query(self) -> str:
-        return urlstate.query(self.url.node, self.fragmentation, self.paging, self.radix)
+        return urlstate.query(self.url.node, self.states)
 
     def sync_url(self) -> None:
         """Keep the browser's address bar equal to the states (a copied link reproduces them)."""
@@ -106,14 +102,12 @@ class Lesson:
         if location is None:
             return
 
-        def write(*_events):
+        def write():
             q = self.query()
             if location.search != q:
                 location.search = q
 
-        for s, names in ((self.fragmentation, ["reserve", "freed_r2"]), (self.paging, ["added", "request"]),
-                         (self.radix, ["sharing", "ops"])):
-            s.param.watch(write, names)
+        urlstate.watch(self.states, write)
 
 
 def stylesheet() -> str:

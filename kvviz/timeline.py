@@ -2,14 +2,13 @@
 
 Stepping back is replaying every operation but the last step from a reset engine: the engine
 is deterministic (same config, seed and requests give the same tokens and the same block ids).
-To keep that fast on long histories, the timeline keeps a few checkpoints (copies of the engine
+To keep that fast on long histories, the timeline keeps a few checkpoints (`Engine.clone()`s
 after `ops[:n]`, sharing only the read-only model) and replays from the latest one that is a
 prefix of the operations to replay; the result is the same state as a replay from the start.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 from engine import Engine, EngineConfig, Snapshot
@@ -33,14 +32,19 @@ class Timeline:
         self.config = config
         self.engine = Engine(config)
         self.ops: list[Op] = []
-        self._checkpoints: list[tuple[tuple[Op, ...], dict]] = []  # (ops so far, engine state)
+        # (ops so far, a clone of the engine after them); a checkpoint is never stepped itself,
+        # only cloned again, so timelines cloned from this one can share them.
+        self._checkpoints: list[tuple[tuple[Op, ...], Engine]] = []
 
-    def _engine_state(self) -> dict:
-        """A deep copy of the engine's attributes (the model is shared, never copied)."""
-        return copy.deepcopy(self.engine.__dict__, {id(self.engine.model): self.engine.model})
+    def clone(self) -> Timeline:
+        """An independent copy (the engine cloned: only the model is shared)."""
+        twin = Timeline.__new__(Timeline)
+        twin.config, twin.engine, twin.ops = self.config, self.engine.clone(), list(self.ops)
+        twin._checkpoints = list(self._checkpoints)
+        return twin
 
     def _save_checkpoint(self) -> None:
-        self._checkpoints.append((tuple(self.ops), self._engine_state()))
+        self._checkpoints.append((tuple(self.ops), self.engine.clone()))
         del self._checkpoints[:-MAX_CHECKPOINTS]
 
     def _restore_longest_prefix(self, ops: list[Op]) -> int:
@@ -50,8 +54,8 @@ class Timeline:
         if not self._checkpoints:
             self.engine.reset()
             return 0
-        done, state = self._checkpoints[-1]
-        self.engine.__dict__.update(copy.deepcopy(state, {id(self.engine.model): self.engine.model}))
+        done, engine = self._checkpoints[-1]
+        self.engine = engine.clone()
         return len(done)
 
     def _apply(self, op: Op):

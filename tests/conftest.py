@@ -6,16 +6,17 @@ blocks, ref counts and tokens they check do not depend on the model's size, and 
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import torch
 
-from engine import Engine, EngineConfig, ModelConfig, Snapshot
+from engine import Engine, EngineConfig, ModelConfig
 
 # The models here are tiny: one intra-op thread is faster than two, and much faster on a shared,
 # busy machine, where a second OpenMP thread waits on a core that someone else is using.
 torch.set_num_threads(1)
+
+# Text that would run script if any view rendered it as HTML: every test that shows user text uses it.
+HOSTILE = "<img src=x onerror=alert(1)>"
 
 SMALL_MODEL = ModelConfig(num_layers=2, d_model=64, num_heads=4, num_kv_heads=2, d_ff=128, max_seq_len=256)
 
@@ -72,40 +73,29 @@ def drain():
     return run_until_idle
 
 
-def deterministic_view(snapshot: Snapshot) -> Snapshot:
-    """The snapshot with its one measured (wall-clock) figure zeroed, so two runs compare equal."""
-    return dataclasses.replace(snapshot, metrics=dataclasses.replace(snapshot.metrics, prefill_seconds=0.0))
-
-
 @pytest.fixture
 def serve_all():
     """serve_all(engine, prompts, max_new_tokens): see serve."""
     return serve
 
 
-@pytest.fixture
-def comparable():
-    """comparable(snapshot): the snapshot minus wall-clock time (prefill_seconds), for equality."""
-    return deterministic_view
-
-
 # -- the lesson's node states (tests/test_kvviz_*.py) ----------------------------------------
 @pytest.fixture
 def frag():
-    from kvviz.state import FragmentationState
+    from kvviz.nodes.fragmentation.state import FragmentationState
 
     return FragmentationState()
 
 
 @pytest.fixture
 def paging():
-    from kvviz.state import PagingState
+    from kvviz.nodes.paging.state import PagingState
 
     return PagingState()
 
 
 @pytest.fixture
 def radix():
-    from kvviz.state import RadixState
+    from kvviz.nodes.radix.state import RadixState
 
     return RadixState()

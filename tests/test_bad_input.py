@@ -34,8 +34,7 @@ def busy_engine(make_engine):
 
 def state(engine: Engine):
     snap = engine.snapshot()
-    metrics = dataclasses.replace(snap.metrics, prefill_seconds=0.0)
-    return snap.blocks, snap.requests, snap.radix, metrics, snap.events
+    return snap.blocks, snap.requests, snap.radix, snap.metrics, snap.events
 
 
 def assert_refused_unchanged(engine: Engine, call, exc_type, *words: str) -> None:

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 
-import torch
-from kvviz_support import HOSTILE, play_until_idle, same_state
+from conftest import HOSTILE
+from kvviz_support import play_until_idle
 
-from kvviz import format as fmt
+from kvviz import formatting as fmt
 from kvviz import urlstate
-from kvviz.explain_state import ExplainState
-from kvviz.scenarios import Fragmentation, Paging, Radix
-from kvviz.state import FragmentationState, PagingState, RadixState
-
-torch.set_num_threads(1)  # tiny model steps: one thread is fastest
+from kvviz.nodes.explain.state import ExplainState
+from kvviz.nodes.fragmentation.scenario import FragmentationScenario
+from kvviz.nodes.fragmentation.state import FragmentationState
+from kvviz.nodes.paging.scenario import PagingScenario
+from kvviz.nodes.paging.state import PagingState
+from kvviz.nodes.radix.scenario import RadixScenario
+from kvviz.nodes.radix.state import RadixState
 
 
 # -- formatting -----------------------------------------------------------------------------
@@ -47,7 +49,7 @@ def test_fragmentation_defaults_show_the_lesson_figures(frag):
 
 def test_reserved_length_slider_rebuilds_the_pool_with_that_reservation(frag):
     frag.reserve = 16
-    expected = Fragmentation(16).snapshot().metrics
+    expected = FragmentationScenario(16).snapshot().metrics
     assert fmt.in_use(frag.snapshot.metrics) == fmt.in_use(expected) != "12 / 32 · 38%"
     assert fmt.reserved_empty(frag.snapshot.metrics) == fmt.reserved_empty(expected)
     assert all(len(r.block_table) in (0, 16) for r in frag.snapshot.requests)
@@ -66,7 +68,7 @@ def test_free_r2_twice_says_so_and_changes_nothing(frag):
     before = frag.snapshot
     frag.free_r2()
     assert "already freed" in frag.notice
-    assert same_state(frag.snapshot, before)
+    assert frag.snapshot == before
 
 
 def test_reset_returns_to_the_defaults(frag):
@@ -91,9 +93,9 @@ def test_step_back_replays_to_the_previous_step(frag):
         frag.step()
     before = frag.snapshot
     frag.step()
-    assert not same_state(frag.snapshot, before)
+    assert frag.snapshot != before
     frag.step_back()
-    assert same_state(frag.snapshot, before) and frag.step_count == 3
+    assert frag.snapshot == before and frag.step_count == 3
 
 
 def test_step_at_idle_says_nothing_is_left(frag):
@@ -141,8 +143,8 @@ def test_add_request_computes_the_prompt_at_once_then_plays_token_by_token(pagin
     assert paging.playing and paging.step_count == steps + 1
     assert new.status == "running" and new.num_computed >= new.num_prompt_tokens
     slab = [r for r in paging.contiguous.requests if r.name == new.name][0]
-    assert len(slab.block_table) == Paging.RESERVE_BLOCKS  # the slab is reserved whole at admission
-    assert len(new.block_table) < Paging.RESERVE_BLOCKS  # the pages only as the tokens need them
+    assert len(slab.block_table) == PagingScenario.RESERVE_BLOCKS  # the slab is reserved whole at admission
+    assert len(new.block_table) < PagingScenario.RESERVE_BLOCKS  # the pages only as the tokens need them
     generated = [paging.paged.requests[-1].num_tokens]
     while paging.playing:
         paging.tick()
@@ -156,7 +158,7 @@ def test_playing_an_add_to_idle_ends_where_a_settled_add_does(paging):
     settled.add_request(settle=True)
     paging.add_request()
     assert play_until_idle(paging) > 1
-    assert same_state(paging.paged, settled.paged) and same_state(paging.contiguous, settled.contiguous)
+    assert paging.paged == settled.paged and paging.contiguous == settled.contiguous
     assert "Nothing left to run" in paging.notice
 
 
@@ -205,8 +207,8 @@ def test_radix_sharing_off_then_on(radix):
 def test_ask_appends_the_question_to_the_system_prompt(radix):
     assert radix.add_request(HOSTILE, settle=True)
     last = radix.snapshot.requests[-1]
-    assert last.prompt == Radix.request_for(HOSTILE)[0]
-    assert Radix.question_of(last.prompt) == HOSTILE
+    assert last.prompt == RadixScenario.request_for(HOSTILE)[0]
+    assert RadixScenario.question_of(last.prompt) == HOSTILE
     assert radix.ops == [("ask", HOSTILE)]
 
 
@@ -229,7 +231,7 @@ def test_fill_the_pool_evicts_idle_prefixes_when_sharing(radix):
 def test_toggling_sharing_replays_the_students_questions(radix):
     radix.add_request("Why pages?")
     radix.sharing = True
-    assert Radix.question_of(radix.snapshot.requests[-1].prompt) == "Why pages?"
+    assert RadixScenario.question_of(radix.snapshot.requests[-1].prompt) == "Why pages?"
     assert radix.snapshot.metrics.blocks_without_sharing > 36
 
 
@@ -241,7 +243,7 @@ def test_self_checks_read_the_live_state(frag, paging, radix):
     frag.reserve = 16
     assert not ex.check("reserved_empty", "12")
     assert "Not quite" in ex.feedback["reserved_empty"]
-    assert ex.truth("without_sharing") == Radix().snapshot().metrics.blocks_without_sharing
+    assert ex.truth("without_sharing") == RadixScenario().snapshot().metrics.blocks_without_sharing
     assert not ex.check("naive_rejects", "lots")
     assert "whole number" in ex.feedback["naive_rejects"]
 
@@ -268,7 +270,7 @@ def test_step_back_past_free_r2_clears_it(frag):
     while frag.freed_r2 and frag.step_back():
         pass
     assert not frag.freed_r2
-    assert urlstate.query(None, frag, PagingState(), RadixState()) == ""
+    assert urlstate.query(None, {'fragmentation': frag, 'paging': PagingState(), 'radix': RadixState()}) == ""
 
 
 def test_rewind_drops_the_students_additions_from_the_link(paging, radix):

@@ -4,30 +4,43 @@ malformed, and links that restore exactly the state they were copied from."""
 from __future__ import annotations
 
 import pytest
-import torch
-from kvviz_support import HOSTILE, play_until_idle, same_state
+from conftest import HOSTILE
+from kvviz_support import play_until_idle
 
-from kvviz import format as fmt
+from kvviz import formatting as fmt
 from kvviz import urlstate
-from kvviz.state import FragmentationState, PagingState, RadixState
+from kvviz.nodes.fragmentation.state import FragmentationState
+from kvviz.nodes.paging.state import PagingState
+from kvviz.nodes.radix.state import RadixState
 
-torch.set_num_threads(1)  # tiny model steps: one thread is fastest
+
+def states(frag, paging, radix) -> dict:
+    return {"fragmentation": frag, "paging": paging, "radix": radix}
+
+
+def field(s: urlstate.UrlState, name: str):
+    """A parsed field, from whichever node's link holds it (`node` and `notices` are the URL's)."""
+    if name in ("node", "notices"):
+        return getattr(s, name)
+    (value,) = [getattr(link, name) for link in s.links.values() if hasattr(link, name)]
+    return value
 
 
 def test_url_parses_good_params():
     s = urlstate.parse_search("?node=paging&reserve=12&free_r2=1&add=a&add=b&sharing=1&op=ask:Q&op=release&show=R2")
-    assert (s.node, s.reserve, s.free_r2, s.add, s.sharing, s.show) == ("paging", 12, True, ["a", "b"], True, "R2")
-    assert s.ops == [("ask", "Q"), ("release", "")]
+    assert [field(s, k) for k in ("node", "reserve", "free_r2", "add", "sharing", "show")] == [
+        "paging", 12, True, ["a", "b"], True, "R2"]
+    assert field(s, "ops") == [("ask", "Q"), ("release", "")]
     assert s.notices == []
 
 
-@pytest.mark.parametrize("search, field, default", [
+@pytest.mark.parametrize("search, name, default", [
     ("?node=bogus", "node", None), ("?reserve=abc", "reserve", 8), ("?reserve=99", "reserve", 8),
     ("?reserve=0", "reserve", 8), ("?sharing=maybe", "sharing", False), ("?show=<b>", "show", None),
 ])
-def test_url_malformed_param_falls_back_with_a_notice(search, field, default):
+def test_url_malformed_param_falls_back_with_a_notice(search, name, default):
     s = urlstate.parse_search(search)
-    assert getattr(s, field) == default
+    assert field(s, name) == default
     assert len(s.notices) == 1
 
 
@@ -35,7 +48,7 @@ def test_url_malformed_param_falls_back_with_a_notice(search, field, default):
                                     "?op=release&op_gap=" + "1" * 5000, "?show=R²"])
 def test_url_numbers_that_python_would_choke_on_fall_back_with_a_notice(search):
     s = urlstate.parse_search(search)
-    assert (s.reserve, s.add_gap, s.op_gap, s.show) == (8, None, None, None)
+    assert [field(s, k) for k in ("reserve", "add_gap", "op_gap", "show")] == [8, None, None, None]
     assert len(s.notices) == 1
 
 
@@ -52,12 +65,12 @@ def test_url_round_trip_reproduces_the_state(frag, paging, radix):
     radix.sharing = True
     radix.release_oldest()
     radix.add_request("What is a block?", settle=True)
-    q = urlstate.query(None, frag, paging, radix)
+    q = urlstate.query(None, states(frag, paging, radix))
     f2, p2, r2 = FragmentationState(), PagingState(), RadixState()
-    assert urlstate.restore(urlstate.parse_search(q), f2, p2, r2) == []
-    assert same_state(f2.snapshot, frag.snapshot)
-    assert same_state(p2.paged, paging.paged) and same_state(p2.contiguous, paging.contiguous)
-    assert same_state(r2.snapshot, radix.snapshot)
+    assert urlstate.restore(urlstate.parse_search(q), states(f2, p2, r2)) == []
+    assert f2.snapshot == frag.snapshot
+    assert p2.paged == paging.paged and p2.contiguous == paging.contiguous
+    assert r2.snapshot == radix.snapshot
 
 
 def test_link_replays_a_request_added_while_another_was_generating(frag, paging, radix):
@@ -71,42 +84,41 @@ def test_link_replays_a_request_added_while_another_was_generating(frag, paging,
     radix.release_oldest()  # a finished request, released while the question runs
     radix.add_request("And evict?")
     play_until_idle(radix)
-    q = urlstate.query(None, frag, paging, radix)
+    q = urlstate.query(None, states(frag, paging, radix))
     assert "add_gap=" in q and "op_gap=" in q
     f2, p2, r2 = FragmentationState(), PagingState(), RadixState()
-    assert urlstate.restore(urlstate.parse_search(q), f2, p2, r2) == []
-    assert same_state(p2.paged, paging.paged) and same_state(p2.contiguous, paging.contiguous)
-    assert same_state(r2.snapshot, radix.snapshot)
+    assert urlstate.restore(urlstate.parse_search(q), states(f2, p2, r2)) == []
+    assert p2.paged == paging.paged and p2.contiguous == paging.contiguous
+    assert r2.snapshot == radix.snapshot
     assert (p2.step_count, r2.step_count) == (paging.step_count, radix.step_count)
     settled = PagingState()  # the same link without its step counts: the blocks land elsewhere
-    urlstate.restore(urlstate.parse_search(q.replace("add_gap=", "x=")), FragmentationState(), settled, RadixState())
-    assert not same_state(settled.paged, paging.paged)
+    urlstate.restore(urlstate.parse_search(q.replace("add_gap=", "x=")), states(FragmentationState(), settled, RadixState()))
+    assert settled.paged != paging.paged
 
 
 def test_link_without_step_counts_runs_each_request_to_the_end_first(paging):
     paging.add_request(settle=True)
     paging.add_request(settle=True)
-    q = urlstate.query(None, FragmentationState(), paging, RadixState())
+    q = urlstate.query(None, states(FragmentationState(), paging, RadixState()))
     p2 = PagingState()
     hand_written = "&".join(part for part in q.lstrip("?").split("&") if not part.startswith("add_gap="))
-    assert urlstate.restore(urlstate.parse_search(hand_written), FragmentationState(), p2, RadixState()) == []
-    assert same_state(p2.paged, paging.paged) and not p2.playing
+    assert urlstate.restore(urlstate.parse_search(hand_written), states(FragmentationState(), p2, RadixState())) == []
+    assert p2.paged == paging.paged and not p2.playing
 
 
 @pytest.mark.parametrize("gaps", [["x.1"], ["1"], ["1.2", "3.4"], ["99999.1"], ["-1.0"]])
 def test_malformed_step_counts_are_ignored_with_a_notice(gaps):
     s = urlstate.parse({"add": ["Pages"], "add_gap": gaps})
-    assert s.add == ["Pages"] and s.add_gap is None
+    assert field(s, "add") == ["Pages"] and field(s, "add_gap") is None
     assert len(s.notices) == 1 and "add_gap" in s.notices[0]
 
 
 def test_step_counts_behind_the_engine_are_a_notice_not_an_error():
     p = PagingState()
-    notices = urlstate.restore(urlstate.parse({"add": ["Pages"], "add_gap": ["0.0"]}), FragmentationState(), p,
-                               RadixState())
+    notices = urlstate.restore(urlstate.parse({"add": ["Pages"], "add_gap": ["0.0"]}), states(FragmentationState(), p, RadixState()))
     assert len(notices) == 1 and "already taken" in notices[0]
     assert p.added == []
 
 
 def test_default_state_has_an_empty_query(frag, paging, radix):
-    assert urlstate.query(None, frag, paging, radix) == ""
+    assert urlstate.query(None, states(frag, paging, radix)) == ""

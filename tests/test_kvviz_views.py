@@ -4,20 +4,19 @@ that the keyboard and the page wiring reach the right state."""
 from __future__ import annotations
 
 import panel as pn
-import torch
 from bokeh.models import HoverTool
+from conftest import HOSTILE
 
-from kvviz.block_strip import DIAGONALS, HATCH_LINES, BlockStrip, strip_data
+from kvviz.figures.block_strip import DIAGONALS, HATCH_LINES, BlockStrip, strip_data
+from kvviz.figures.metric_card import card_html
+from kvviz.figures.radix_tree import RadixTreeFigure, layout
+from kvviz.figures.request_list import requests_html
 from kvviz.lesson import Lesson, link_notice_html
-from kvviz.metric_card import card_html
-from kvviz.nodes import FragmentationNode, RadixNode
-from kvviz.radix_tree import RadixTree, layout
-from kvviz.requests_table import requests_html
-from kvviz.state import FragmentationState, PagingState, RadixState
-
-torch.set_num_threads(1)
-
-HOSTILE = "<img src=x onerror=alert(1)>"
+from kvviz.nodes.fragmentation.state import FragmentationState
+from kvviz.nodes.fragmentation.view import FragmentationView
+from kvviz.nodes.paging.state import PagingState
+from kvviz.nodes.radix.state import RadixState
+from kvviz.nodes.radix.view import RadixView
 
 
 def test_strip_has_one_cell_per_block_labelled_by_owner():
@@ -49,14 +48,14 @@ def test_strip_marks_shared_blocks_with_a_count():
 
 
 def test_strip_tooltips_are_never_unescaped():
-    strip = BlockStrip(state=FragmentationState())
+    strip = BlockStrip(snapshot=FragmentationState().param.snapshot)
     hover = next(t for t in strip.figure.tools if isinstance(t, HoverTool))
     assert all("{safe}" not in field for _, field in hover.tooltips)
 
 
 def test_strip_updates_in_place():
     state = FragmentationState()
-    strip = BlockStrip(state=state)
+    strip = BlockStrip(snapshot=state.param.snapshot)
     source, fig = strip.cells, strip.figure
     state.free_r2()
     assert strip.cells is source and strip.figure is fig
@@ -95,27 +94,27 @@ def test_link_notices_are_escaped():
 def test_keyboard_acts_on_the_node_in_view_else_the_last_touched():
     lesson = Lesson({})
     lesson.on_key("back", "paging")
-    assert lesson.paging.step_count == lesson.paging.scenario.paged.num_steps
+    assert lesson.states["paging"].step_count == lesson.states["paging"].scenario.paged.num_steps
     assert lesson.active == "paging"
-    before = lesson.fragmentation.step_count
+    before = lesson.states["fragmentation"].step_count
     lesson.touch("fragmentation")
     lesson.on_key("back", None)
-    assert lesson.fragmentation.step_count == before - 1
+    assert lesson.states["fragmentation"].step_count == before - 1
     lesson.on_key("play", "explain")  # not a live node: the last touched one plays
-    assert lesson.fragmentation.playing
+    assert lesson.states["fragmentation"].playing
 
 
 def test_embed_page_serves_one_node():
     lesson = Lesson({"node": [b"radix"], "sharing": [b"1"]})
     page = lesson.node_page("radix")
-    assert lesson.radix.sharing and "kv-embed" in page.css_classes
+    assert lesson.states["radix"].sharing and "kv-embed" in page.css_classes
 
 
 def test_page_table_follows_the_added_request():
-    from kvviz.page_table import PageTable, block_xy
+    from kvviz.figures.page_table import PageTable, block_xy
 
     state = PagingState()
-    table = PageTable(state=state, snapshot_param="paged")
+    table = PageTable(snapshot=state.param.paged, request=state.param.request)
     state.add_request("A student's own prompt")
     newest = state.paged.requests[-1]
     assert state.request == newest.name
@@ -125,7 +124,7 @@ def test_page_table_follows_the_added_request():
 
 
 def test_page_table_sources_keep_their_length_whatever_the_request():
-    from kvviz.page_table import table_data
+    from kvviz.figures.page_table import table_data
 
     snap = PagingState().paged
     lengths = {name: [len(v) for d in table_data(snap, name) for v in d.values()]
@@ -135,8 +134,8 @@ def test_page_table_sources_keep_their_length_whatever_the_request():
 
 
 def test_page_table_draws_blocks_where_the_strip_does_on_a_wide_screen():
-    from kvviz.block_strip import PER_ROW
-    from kvviz.page_table import block_xy
+    from kvviz.figures.block_strip import PER_ROW
+    from kvviz.figures.page_table import block_xy
 
     assert block_xy(0) == (0.5, block_xy(0)[1]) and block_xy(PER_ROW)[0] == 0.5
     assert block_xy(PER_ROW)[1] > block_xy(PER_ROW - 1)[1]  # the second row, below the first
@@ -144,7 +143,7 @@ def test_page_table_draws_blocks_where_the_strip_does_on_a_wide_screen():
 
 def test_reset_returns_node_01_widgets_to_their_defaults():
     state = FragmentationState()
-    node = FragmentationNode(state=state)
+    node = FragmentationView(state=state)
     free = next(b for b in node.__panel__().select(pn.widgets.Button) if b.label == "Free R2")
     slider = next(iter(node.__panel__().select(pn.widgets.IntSlider)))
     slider.value = 5
@@ -157,7 +156,7 @@ def test_reset_returns_node_01_widgets_to_their_defaults():
 
 def test_reset_unticks_node_03_prefix_sharing():
     state = RadixState()
-    node = RadixNode(state=state)
+    node = RadixView(state=state)
     sharing = next(iter(node.__panel__().select(pn.widgets.Checkbox)))
     sharing.value = True
     assert state.sharing
@@ -168,7 +167,7 @@ def test_reset_unticks_node_03_prefix_sharing():
 
 def test_radix_tree_sources_keep_their_length_whatever_the_tree():
     state = RadixState()
-    tree = RadixTree(state=state)
+    tree = RadixTreeFigure(snapshot=state.param.snapshot, sharing=state.param.sharing)
     sizes = {len(c) for c in tree.nodes.data.values()}, {len(c) for c in tree.edges.data.values()}
     state.sharing = True
     state.fill_pool()
@@ -181,7 +180,7 @@ def test_strip_update_sends_only_the_columns_that_changed():
     from bokeh.document import Document
 
     state = FragmentationState()
-    strip = BlockStrip(state=state)
+    strip = BlockStrip(snapshot=state.param.snapshot)
     doc = Document()
     doc.add_root(strip.figure)
     sent = []
@@ -197,7 +196,7 @@ def test_strip_update_sends_only_the_columns_that_changed():
 def test_live_html_sends_the_same_text_as_panels_html_pane():
     from bokeh.document import Document
 
-    from kvviz.live_html import LiveHTML
+    from kvviz.web.live_html import LiveHTML
 
     ours, panels = LiveHTML("<b>a</b>"), pn.pane.HTML("<b>a</b>")
     doc = Document()
@@ -208,7 +207,7 @@ def test_live_html_sends_the_same_text_as_panels_html_pane():
 
 
 def test_speed_menu_changes_the_pace_of_play_even_while_playing():
-    from kvviz.controls import SPEEDS, Transport
+    from kvviz.figures.transport import SPEEDS, Transport
 
     state = FragmentationState()
     transport = Transport(state=state)

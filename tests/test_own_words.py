@@ -1,6 +1,6 @@
 """The lesson is written in the project's own words: no run of 7 words of the reference lesson
-(../shared/seed/kv-cache-lesson.txt, next to the repository, not part of it) appears in the
-project's texts. Skipped where the reference is not next to the checkout (a fresh clone)."""
+(not part of the repository; `SEED` is where a copy lies beside the checkout) appears in the
+project's texts. Skipped where there is no copy (a fresh clone)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT.parent / "shared" / "seed" / "kv-cache-lesson.txt"
 RUN = 7
-TEXTS = [*sorted((ROOT / "kvviz").glob("*.py")), ROOT / "app.py", ROOT / "README.md", ROOT / "assets" / "embed.html"]
+TEXTS = [*sorted((ROOT / "kvviz").rglob("*.py")), ROOT / "app.py", ROOT / "README.md", ROOT / "assets" / "embed.html"]
 
 
 def runs(text: str) -> set[tuple[str, ...]]:

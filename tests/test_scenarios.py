@@ -1,4 +1,4 @@
-"""The lesson's figures, read off the three scenarios' snapshots (DESIGN.md, "The lesson nodes").
+"""The lesson's figures, read off the three scenarios' snapshots (docs/architecture.md, "Metrics").
 
 These are the numbers the student sees; each comes from a real engine run on the default model.
 """
@@ -7,40 +7,42 @@ from __future__ import annotations
 
 import pytest
 
-from kvviz.scenarios import SYSTEM_PROMPT, Fragmentation, Paging, Radix
+from kvviz.nodes.fragmentation.scenario import FragmentationScenario
+from kvviz.nodes.paging.scenario import PagingScenario
+from kvviz.nodes.radix.scenario import SYSTEM_PROMPT, RadixScenario
 
 PAGING_ADDS = 10  # requests added one at a time to node 02's two pools, after its initial four
 
 
 @pytest.fixture(scope="module")
 def fragmentation():
-    return Fragmentation().snapshot()
+    return FragmentationScenario().snapshot()
 
 
 @pytest.fixture(scope="module")
 def fragmentation_after_free_r2():
-    node = Fragmentation()
+    node = FragmentationScenario()
     long_request = node.free_r2()
     return node.snapshot(), long_request
 
 
 @pytest.fixture(scope="module")
 def radix_off():
-    return Radix(prefix_sharing=False).snapshot()
+    return RadixScenario(prefix_sharing=False).snapshot()
 
 
 @pytest.fixture(scope="module")
 def radix_on():
-    return Radix(prefix_sharing=True).snapshot()
+    return RadixScenario(prefix_sharing=True).snapshot()
 
 
 @pytest.fixture(scope="module")
 def paging_history():
     """(contiguous metrics, paged metrics) at the start and after each of PAGING_ADDS adds."""
-    node = Paging()
+    node = PagingScenario()
     history = [(node.contiguous.snapshot().metrics, node.paged.snapshot().metrics)]
     for _ in range(PAGING_ADDS):
-        node.add_next()
+        node.add(*node.next_request())
         history.append((node.contiguous.snapshot().metrics, node.paged.snapshot().metrics))
     return history
 
@@ -88,7 +90,7 @@ def test_after_freeing_r2_a_longer_slab_is_refused_for_external_fragmentation(fr
 
 @pytest.mark.parametrize("reserve_blocks, empty", [(4, 0), (6, 6), (10, 18)])
 def test_reserved_length_sets_the_empty_reserved_blocks(reserve_blocks, empty):
-    m = Fragmentation(reserve_blocks=reserve_blocks).snapshot().metrics
+    m = FragmentationScenario(reserve_blocks=reserve_blocks).snapshot().metrics
     assert (m.blocks_with_tokens, m.blocks_reserved_empty) == (12, empty)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kvviz import timeline as timeline_module
+from kvviz.nodes.radix.scenario import RadixScenario
 from kvviz.timeline import Op, Timeline
 
 
@@ -13,20 +15,20 @@ def timeline(make_config) -> Timeline:
     return Timeline(make_config(block_size=4, num_blocks=8, prefix_sharing=True))
 
 
-def test_step_back_reproduces_the_snapshot_before_the_last_step(timeline, comparable):
+def test_step_back_reproduces_the_snapshot_before_the_last_step(timeline):
     for prompt in ("Page one", "Page two", "Page six"):
         timeline.add(prompt, 20)
-    history = [comparable(timeline.snapshot())]
+    history = [timeline.snapshot()]
     for _ in range(8):
         timeline.step()
-        history.append(comparable(timeline.snapshot()))
+        history.append(timeline.snapshot())
     assert timeline.snapshot().metrics.preempted > 0
     for expected in reversed(history[:-1]):
         assert timeline.step_back()
-        assert comparable(timeline.snapshot()) == expected
+        assert timeline.snapshot() == expected
 
 
-def grow_history(timeline: Timeline, num_ops: int, comparable) -> list[tuple]:
+def grow_history(timeline: Timeline, num_ops: int) -> list[tuple]:
     """Add a request every 4 steps, release requests as they finish, step; until `num_ops`
     operations are recorded. Returns (snapshot before, snapshot after) of each step."""
     prompts = ("Page one", "Page two", "Page six", "Page ten")
@@ -37,37 +39,37 @@ def grow_history(timeline: Timeline, num_ops: int, comparable) -> list[tuple]:
                 timeline.release(r.request_id)
         if len(steps) % 4 == 0:
             timeline.add(prompts[len(steps) // 4 % len(prompts)], 10)
-        before = comparable(timeline.snapshot())
+        before = timeline.snapshot()
         timeline.step()
-        steps.append((before, comparable(timeline.snapshot())))
+        steps.append((before, timeline.snapshot()))
     m = timeline.snapshot().metrics
     assert m.preempted > 0 and m.evicted_blocks > 0 and m.decode_tokens > 0
     return steps
 
 
-def test_step_back_through_a_long_history_and_forward_again_is_exact(timeline, comparable):
+def test_step_back_through_a_long_history_and_forward_again_is_exact(timeline):
     """80+ operations: long enough for any replay shortcut (checkpoints) to be used. Each state
     is reached again exactly, going back, coming forward again, and going back again."""
-    steps = grow_history(timeline, 80, comparable)
+    steps = grow_history(timeline, 80)
     for before, after in steps[::-1][:12]:
         assert timeline.step_back()
-        assert comparable(timeline.snapshot()) == before
+        assert timeline.snapshot() == before
         timeline.step()
-        assert comparable(timeline.snapshot()) == after
+        assert timeline.snapshot() == after
         assert timeline.step_back()
-        assert comparable(timeline.snapshot()) == before
+        assert timeline.snapshot() == before
 
 
-def test_step_back_replays_releases(timeline, comparable):
+def test_step_back_replays_releases(timeline):
     first = timeline.add("abcdefgh one", 2)
     timeline.run_until_idle()
     timeline.release(first)
     timeline.add("abcdefgh two", 4)
     timeline.step()
-    before = comparable(timeline.snapshot())
+    before = timeline.snapshot()
     timeline.step()
     assert timeline.step_back()
-    assert comparable(timeline.snapshot()) == before
+    assert timeline.snapshot() == before
     assert before.request(first).status == "released"
 
 
@@ -86,15 +88,15 @@ def test_step_back_with_no_step_to_undo_changes_nothing(timeline):
     assert timeline.ops == [Op("add", "first", 3)]
 
 
-def test_failed_add_is_not_recorded(timeline, comparable):
+def test_failed_add_is_not_recorded(timeline):
     timeline.add("first", 3)
     timeline.step()
-    before = (list(timeline.ops), comparable(timeline.snapshot()))
+    before = (list(timeline.ops), timeline.snapshot())
     with pytest.raises(ValueError, match="empty"):
         timeline.add("", 3)
     with pytest.raises(ValueError, match="max_new_tokens"):
         timeline.add("fine", 0)
-    assert (timeline.ops, comparable(timeline.snapshot())) == before
+    assert (timeline.ops, timeline.snapshot()) == before
 
 
 def test_failed_release_is_not_recorded(timeline):
@@ -105,15 +107,15 @@ def test_failed_release_is_not_recorded(timeline):
     assert timeline.ops == ops
 
 
-def test_a_failed_op_does_not_break_stepping_back(timeline, comparable):
+def test_a_failed_op_does_not_break_stepping_back(timeline):
     timeline.add("first", 5)
     timeline.step()
-    before = comparable(timeline.snapshot())
+    before = timeline.snapshot()
     timeline.step()
     with pytest.raises(ValueError):
         timeline.add(b"\xff", 3)
     timeline.step_back()
-    assert comparable(timeline.snapshot()) == before
+    assert timeline.snapshot() == before
 
 
 def test_step_when_idle_records_nothing(timeline):
@@ -121,11 +123,11 @@ def test_step_when_idle_records_nothing(timeline):
     assert timeline.ops == []
 
 
-def test_replaying_the_recorded_ops_elsewhere_gives_the_same_state(timeline, comparable):
-    grow_history(timeline, 60, comparable)
+def test_replaying_the_recorded_ops_elsewhere_gives_the_same_state(timeline):
+    grow_history(timeline, 60)
     copy = Timeline(timeline.config)
     copy.replay(list(timeline.ops))
-    assert comparable(copy.snapshot()) == comparable(timeline.snapshot())
+    assert copy.snapshot() == timeline.snapshot()
     assert copy.num_steps == timeline.num_steps > 0
 
 
@@ -144,7 +146,7 @@ def test_steps_before_counts_the_steps_between_adds_and_releases(timeline):
     assert timeline.trailing_steps == 1
 
 
-def test_step_to_replays_the_same_interleaving(timeline, comparable):
+def test_step_to_replays_the_same_interleaving(timeline):
     timeline.add("Page one", 6)
     timeline.step()
     timeline.step()
@@ -156,7 +158,7 @@ def test_step_to_replays_the_same_interleaving(timeline, comparable):
         replay.step_to(gap)
         replay.add(prompt, 6)
     replay.run_until_idle()
-    assert comparable(replay.snapshot()) == comparable(timeline.snapshot())
+    assert replay.snapshot() == timeline.snapshot()
 
 
 def test_step_to_refuses_a_count_it_cannot_reach(timeline):
@@ -166,3 +168,30 @@ def test_step_to_refuses_a_count_it_cannot_reach(timeline):
         timeline.step_to(0)
     with pytest.raises(ValueError, match="ran out of work"):
         timeline.step_to(500)
+
+
+# -- checkpoints, on the lesson's node 03 pool (the trained model) ---------------------------
+def test_step_back_across_checkpoints_matches_a_replay_from_the_start(monkeypatch):
+    monkeypatch.setattr(timeline_module, "CHECKPOINT_EVERY", 8)
+    radix = RadixScenario(prefix_sharing=True)
+    t = radix.timeline
+    t.release(1)
+    radix.ask("What is a block?")
+    assert len(t._checkpoints) >= 4  # checkpoints are in use
+    for _ in range(12):
+        assert t.step_back()
+        reference = Timeline(radix.timeline.config)
+        monkeypatch.setattr(timeline_module, "CHECKPOINT_EVERY", 10**9)
+        reference.replay(list(t.ops))
+        monkeypatch.setattr(timeline_module, "CHECKPOINT_EVERY", 8)
+        assert t.snapshot() == reference.snapshot()
+
+
+def test_replay_of_a_different_history_ignores_checkpoints_that_do_not_match(monkeypatch):
+    monkeypatch.setattr(timeline_module, "CHECKPOINT_EVERY", 8)
+    radix = RadixScenario(prefix_sharing=False)
+    t = radix.timeline
+    assert t._checkpoints
+    t.replay(t.ops[:2])  # two adds: shorter than every checkpoint
+    assert t._checkpoints == []
+    assert [r.status for r in t.snapshot().requests] == ["waiting", "waiting"]

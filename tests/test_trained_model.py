@@ -59,7 +59,6 @@ def greedy(model: Transformer, prompt: str, num_bytes: int) -> str:
 
 @pytest.fixture(scope="module")
 def model() -> Transformer:
-    torch.set_num_threads(2)
     m = Transformer(ModelConfig())
     m.load_state_dict(load_trained_state_dict())
     return m.eval()

@@ -53,14 +53,14 @@ def test_free_r2_strands_its_blocks_in_a_gap(page, lesson_url):
 
 def expected_cards(snapshots: dict) -> dict[str, str]:
     """Node 02's card texts for these snapshots, as kvviz/nodes.py formats them."""
-    from kvviz import format as fmt
+    from kvviz import formatting as fmt
 
     return {"CONTIGUOUS": fmt.full(snapshots["contiguous"].metrics), "PAGED": fmt.full(snapshots["paged"].metrics),
             "NAIVE REJECTS": fmt.rejects(snapshots["contiguous"].metrics)}
 
 
 def test_add_request_computes_the_prompt_then_plays_until_the_request_finishes(page, lesson_url):
-    from kvviz.state import PagingState  # the same engines in this process: the values to expect
+    from kvviz.nodes.paging.state import PagingState  # the same engines in this process: the values to expect
 
     mirror = PagingState()
     steps, prompt = mirror.step_count, mirror.prompt
@@ -81,7 +81,7 @@ def test_add_request_computes_the_prompt_then_plays_until_the_request_finishes(p
 
 
 def test_step_at_idle_says_so_and_play_replays_the_run_from_the_start(page, lesson_url):
-    from kvviz.state import FragmentationState
+    from kvviz.nodes.fragmentation.state import FragmentationState
 
     steps = FragmentationState().step_count
     page.goto(f"{lesson_url}?node=fragmentation")
@@ -262,8 +262,8 @@ def test_prefix_sharing_checkbox_is_found_by_its_accessible_name(page, lesson_ur
 
 
 def test_dragging_the_slider_rebuilds_the_pool_with_that_reservation(page, lesson_url):
-    from kvviz import format as fmt
-    from kvviz.state import FragmentationState
+    from kvviz import formatting as fmt
+    from kvviz.nodes.fragmentation.state import FragmentationState
 
     page.goto(f"{lesson_url}?node=fragmentation")
     expect(metric(page, "IN USE")).to_have_text("12 / 32 · 38%")

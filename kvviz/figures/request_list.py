@@ -12,10 +12,11 @@ import panel as pn
 import param
 
 from engine import Snapshot
-from kvviz import format as fmt
-from kvviz.block_strip import DARK_FILLS, owner_colour
-from kvviz.live_html import LiveHTML
-from kvviz.redraw import Redraw
+from kvviz import formatting as fmt
+from kvviz.figures.block_strip import DARK_FILLS, owner_colour
+from kvviz.web.live_html import LiveHTML
+from kvviz.web.redraw import Redraw
+from kvviz.web.refs import Ref, value, watch
 
 TEXT_CHARS = 90
 
@@ -59,17 +60,17 @@ def requests_html(snap: Snapshot, node: str, pool: str) -> str:
 
 
 class RequestList(pn.viewable.Viewer):
-    state = param.Parameter()
-    snapshot_param = param.String(default="snapshot")
+    snapshot = Ref("the snapshot parameter whose requests are listed")
+    node = param.String(doc="the node's key, for the data-node attribute")
     pool = param.String(default="", doc="which pool, for the data-pool attribute")
 
     def __init__(self, **params):
         super().__init__(**params)
         self._pane = LiveHTML(self._html(), sizing_mode="stretch_width", margin=(0, 10))
-        self.state.param.watch(Redraw(lambda: setattr(self._pane, "object", self._html())), self.snapshot_param)
+        watch(self.snapshot, Redraw(lambda: setattr(self._pane, "object", self._html())))
 
     def _html(self) -> str:
-        return requests_html(getattr(self.state, self.snapshot_param), self.state.key, self.pool)
+        return requests_html(value(self.snapshot), self.node, self.pool)
 
     def __panel__(self):
         return self._pane

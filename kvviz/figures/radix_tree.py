@@ -8,15 +8,15 @@ unlocked ones are idle cache, drawn dashed: those are what eviction removes firs
 from __future__ import annotations
 
 import panel as pn
-import param
 from bokeh.models import ColumnDataSource, HoverTool, Rect, Segment, Text
 from bokeh.plotting import figure
 
 from engine import Snapshot
-from kvviz import format as fmt
-from kvviz.live_html import LiveHTML
-from kvviz.redraw import Redraw
-from kvviz.sources import assign, binary, padded
+from kvviz import formatting as fmt
+from kvviz.web.live_html import LiveHTML
+from kvviz.web.redraw import Redraw
+from kvviz.web.refs import Ref, value, watch
+from kvviz.web.sources import assign, binary, padded
 
 ROW_PX = 58
 LABEL_CHARS = 26
@@ -77,12 +77,15 @@ def source_data(snap: Snapshot) -> tuple[dict, dict, int]:
     return (padded(nodes, capacity + 1, ("x", "y")), padded(edges, capacity, ("x0", "y0", "x1", "y1")), rows)
 
 
-class RadixTree(pn.viewable.Viewer):
-    state = param.Parameter(doc="a RadixState")
+class RadixTreeFigure(pn.viewable.Viewer):
+    """The engine's radix tree of cached prefixes, drawn from a snapshot parameter."""
+
+    snapshot = Ref("the snapshot parameter whose radix tree is drawn")
+    sharing = Ref("the parameter saying whether prefix sharing is on")
 
     def __init__(self, **params):
         super().__init__(**params)
-        nodes, edges, rows = source_data(self.state.snapshot)
+        nodes, edges, rows = source_data(value(self.snapshot))
         self.nodes, self.edges = ColumnDataSource(binary(nodes)), ColumnDataSource(binary(edges))
         fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
                      height=self._height(rows), x_range=(-0.5, 3.5), y_range=(rows - 0.5, -0.5),
@@ -101,7 +104,7 @@ class RadixTree(pn.viewable.Viewer):
                                        text_font_size="11px", text_color="#333333", y_offset=3))
         self.figure = fig
         self._empty = LiveHTML(self._empty_html(), sizing_mode="stretch_width", margin=(0, 10))
-        self.state.param.watch(Redraw(self._update), "snapshot")
+        watch(self.snapshot, Redraw(self._update))
         fig.css_classes = ["kv-tree"]
         fig.html_attributes = self._off()
         self._layout = pn.Column(self._empty, pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
@@ -111,27 +114,27 @@ class RadixTree(pn.viewable.Viewer):
         """While sharing is off the figure carries `data-off` and kvviz.css hides it. Bokeh's
         `visible` or a CSS class would do the same, but changing either makes BokehJS lay out the
         whole page again (about 100 ms a toggle); an HTML attribute does not."""
-        return {} if self.state.sharing else {"data-off": ""}
+        return {} if value(self.sharing) else {"data-off": ""}
 
     @staticmethod
     def _height(rows: int) -> int:
         return max(rows, 2) * ROW_PX + 36
 
     def _empty_html(self) -> str:
-        if self.state.sharing:
+        if value(self.sharing):
             return ""
         return ('<div class="kv-note">Prefix sharing is off, so the engine keeps no radix tree: every '
                 "request computes and stores its own copy of the system prompt.</div>")
 
     def _update(self) -> None:
-        nodes, edges, rows = source_data(self.state.snapshot)
+        nodes, edges, rows = source_data(value(self.snapshot))
         depth = max(x for x in nodes["x"] if x == x)  # (NaN rows are padding)
         with pn.io.hold():
             assign(self.nodes, binary(nodes))
             assign(self.edges, binary(edges))
             self.figure.y_range.start, self.figure.y_range.end = rows - 0.5, -0.5
             self.figure.x_range.end = max(3.5, depth + 0.5)
-            if self.state.sharing:  # (hidden, it keeps its height: no re-layout on the way back)
+            if value(self.sharing):  # (hidden, it keeps its height: no re-layout on the way back)
                 self.figure.height = self._height(rows)
             self._empty.object = self._empty_html()
             self.figure.html_attributes = self._off()

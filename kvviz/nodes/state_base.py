@@ -1,28 +1,29 @@
-"""What every lesson node's state has: its scenario's timelines, the transport (step, step back,
-rewind, play) and a notice line. The three nodes' states are in kvviz/state.py."""
+"""What every live node's state has: its scenario's timelines, the transport (step, step back,
+rewind, play) and a notice line. Each node's own state is in kvviz/nodes/<node>/state.py.
+
+Widget action -> a method here -> engine calls through a Timeline -> snapshot parameters ->
+views (docs/architecture.md, "Data flow"). Every action either succeeds or leaves the engines
+unchanged and says why in `notice` (a friendly sentence, never a traceback). No Panel here: a
+view hands the state `batch_updates` (Panel's `hold`) so one action reaches the browser as one
+message.
+"""
 
 from __future__ import annotations
 
-import threading
+import contextlib
+import enum
 
 import param
-from panel.io import hold
 
-from kvviz import format as fmt
-from kvviz.scenarios import clone
-
-_PROTOTYPES: dict[tuple, object] = {}
-_PROTOTYPES_LOCK = threading.Lock()
+from kvviz import formatting as fmt
 
 
-def fresh(factory, *args):
-    """A new scenario `factory(*args)`: built once per process, then cloned for each session
-    (same engines, same tokens, same block ids; only the model weights are shared)."""
-    key = (factory, args)
-    with _PROTOTYPES_LOCK:
-        if key not in _PROTOTYPES:
-            _PROTOTYPES[key] = factory(*args)
-        return clone(_PROTOTYPES[key])
+class Added(enum.Enum):
+    """What became of a request the student added."""
+
+    REFUSED = "refused"  # not added: the notice says why
+    SETTLED = "settled"  # added and run to the end (or replayed from a link): nothing to play
+    PLAYING = "playing"  # added; its first step taken, Play runs the rest
 
 
 class NodeState(param.Parameterized):
@@ -31,6 +32,9 @@ class NodeState(param.Parameterized):
     playing = param.Boolean(default=False, doc="True while Play advances the engines")
     notice = param.String(default="", doc="A friendly message about the last action, or ''")
     version = param.Integer(default=0, doc="Bumped after every change of the engines")
+
+    batch_updates = param.Callable(default=contextlib.nullcontext, precedence=-1,
+                                   doc="a context manager sending the updates inside it as one message")
 
     key = "node"
 
@@ -49,23 +53,30 @@ class NodeState(param.Parameterized):
     def _refresh(self, notice: str = "", snapshots: dict | None = None, **extra) -> None:
         """Publish the engines' current snapshots (`snapshots`, else `_snapshots()`): one batched
         param update, and (in a served session) one message to the browser with every pane and
-        figure it changes. Without a session `hold` does nothing."""
-        with hold():
+        figure it changes. Outside a served session this batches nothing."""
+        with self.batch_updates():
             snapshots = self._snapshots() if snapshots is None else snapshots
             self.param.update({"notice": notice, "version": self.version + 1, **snapshots, **extra})
 
     def _snapshots(self) -> dict:
         raise NotImplementedError
 
-    def _try(self, action, *args) -> bool:
-        """Run an engine action; a ValueError or KeyError becomes the notice and changes nothing."""
+    @staticmethod
+    def _why_not(action, *args) -> str | None:
+        """Run an engine action: None when it worked, else the engine's reason (a ValueError or
+        KeyError, which changes nothing)."""
         try:
             action(*args)
         except (ValueError, KeyError) as e:
-            why = e.args[0] if e.args else type(e).__name__
-            self.param.update(notice=f"That did not work: {why}.")
-            return False
-        return True
+            return e.args[0] if e.args else type(e).__name__
+        return None
+
+    def _try(self, action, *args) -> bool:
+        """Run an engine action; a refusal becomes the notice and changes nothing."""
+        if (why := self._why_not(action, *args)) is None:
+            return True
+        self.param.update(notice=f"That did not work: {why}.")
+        return False
 
     # -- the transport: watching the engine step by step ------------------------------------
     def step(self) -> bool:
@@ -126,18 +137,19 @@ class NodeState(param.Parameterized):
         per_timeline = [t.steps_before(skip) for t in self.timelines]
         return [".".join(map(str, g)) for g in zip(*per_timeline, strict=True)]
 
-    def _add(self, text: str, add, settle: bool, after: tuple[int, ...] | None) -> bool | None:
+    def _add(self, text: str, add, settle: bool, after: tuple[int, ...] | None) -> Added:
         """Validate `text`, step to `after` if given (a link's replay), then `add(text)` and run
-        it (`_run_added`; not at all after `after`: the link settles at the end). Returns the
-        `playing` to publish, or None when it did not work (the notice says why)."""
+        it (`_run_added`; not at all after `after`: the link settles at the end)."""
         if why := fmt.check_prompt(text):
             self.param.update(notice=why)
-            return None
+            return Added.REFUSED
         if after is not None and not self._try(self.step_to, after):
-            return None
+            return Added.REFUSED
         if not self._try(add, text):
-            return None
-        return False if after is not None else self._run_added(settle)
+            return Added.REFUSED
+        if after is not None:
+            return Added.SETTLED
+        return Added.PLAYING if self._run_added(settle) else Added.SETTLED
 
     def _run_added(self, settle: bool) -> bool:
         """After a request was added: settle (run until idle: for links and tests), or take its

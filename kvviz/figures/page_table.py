@@ -17,11 +17,12 @@ import param
 from bokeh.models import ColumnDataSource, HoverTool, Rect, Segment, Text
 from bokeh.plotting import figure
 
-from engine import Snapshot
-from kvviz.block_strip import DARK_FILLS, FREE_FILL, FREE_LINE, PER_ROW, owner_colour
-from kvviz.live_html import LiveHTML
-from kvviz.redraw import Redraw
-from kvviz.sources import assign, binary, padded
+from engine import Snapshot, ceil_div
+from kvviz.figures.block_strip import DARK_FILLS, FREE_FILL, FREE_LINE, PER_ROW, owner_colour
+from kvviz.web.live_html import LiveHTML
+from kvviz.web.redraw import Redraw
+from kvviz.web.refs import Ref, value, watch
+from kvviz.web.sources import assign, binary, padded
 
 PAGE_Y, BLOCK_Y, ROW_H = 0.5, 2.6, 1.0  # the pages' row, the first blocks' row, block row spacing
 
@@ -31,7 +32,7 @@ def block_xy(b: int) -> tuple[float, float]:
 
 
 def block_rows(n: int) -> int:
-    return -(-n // PER_ROW)
+    return ceil_div(n, PER_ROW)
 
 
 def table_data(snap: Snapshot, name: str | None) -> tuple[dict, dict, dict]:
@@ -84,13 +85,14 @@ def summary_html(snap: Snapshot, name: str | None, pool: str) -> str:
 
 
 class PageTable(pn.viewable.Viewer):
-    state = param.Parameter(doc="a PagingState")
-    snapshot_param = param.String(default="paged")
+    snapshot = Ref("the snapshot parameter of the pool drawn")
+    request = Ref("the parameter naming the request whose table is drawn")
+    pool = param.String(default="paged", doc="which pool, for the data-pool attribute")
     title = param.String(default="")
 
     def __init__(self, **params):
         super().__init__(**params)
-        pages, blocks, links = table_data(self._snap, self.state.request)
+        pages, blocks, links = table_data(self._snap, value(self.request))
         self.pages, self.blocks, self.links = (ColumnDataSource(binary(d)) for d in (pages, blocks, links))
         rows = block_rows(self._snap.metrics.blocks_total)
         fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
@@ -109,9 +111,9 @@ class PageTable(pn.viewable.Viewer):
         fig.add_glyph(rows, Text(x="x", y="y", text="text", text_font_size="11px", text_color="#555555",
                                  text_baseline="bottom"))
         self.figure = fig
-        self._text = LiveHTML(summary_html(self._snap, self.state.request, self.snapshot_param),
+        self._text = LiveHTML(summary_html(self._snap, value(self.request), self.pool),
                                   sizing_mode="stretch_width", margin=(0, 10))
-        self.state.param.watch(Redraw(self._update), [self.snapshot_param, "request"])
+        watch(self.snapshot, Redraw(self._update), self.request)
         heading = pn.pane.HTML(f'<div class="kv-figure-title">{html.escape(self.title)}</div>',
                                sizing_mode="stretch_width", margin=(8, 10, 0, 10))
         self._layout = pn.Column(heading, pn.pane.Bokeh(fig, sizing_mode="stretch_width"), self._text,
@@ -119,14 +121,14 @@ class PageTable(pn.viewable.Viewer):
 
     @property
     def _snap(self) -> Snapshot:
-        return getattr(self.state, self.snapshot_param)
+        return value(self.snapshot)
 
     def _update(self) -> None:
-        pages, blocks, links = table_data(self._snap, self.state.request)
+        pages, blocks, links = table_data(self._snap, value(self.request))
         with pn.io.hold():
             for source, data in ((self.pages, pages), (self.blocks, blocks), (self.links, links)):
                 assign(source, binary(data))
-            self._text.object = summary_html(self._snap, self.state.request, self.snapshot_param)
+            self._text.object = summary_html(self._snap, value(self.request), self.pool)
 
     def __panel__(self):
         return self._layout

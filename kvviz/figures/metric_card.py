@@ -40,11 +40,15 @@ Buttons are found by role and name: Free R2, Reset, Add request, Release oldest,
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import panel as pn
 import param
 
-from kvviz.live_html import LiveHTML
+from engine import Metrics
+from kvviz.web.live_html import LiveHTML
+from kvviz.web.refs import Ref, value, watch
 
 
 def card_html(node: str, label: str, value: str, counts: str) -> str:
@@ -56,27 +60,38 @@ def card_html(node: str, label: str, value: str, counts: str) -> str:
     )
 
 
-class MetricCard(pn.viewable.Viewer):
-    """One card; `value` is a function of the state's snapshot (formatting from kvviz.format)."""
+@dataclass(frozen=True)
+class Card:
+    """One row of a node's metric-card table: what the view shows, the tests check and the
+    benchmarks look for (docs/architecture.md, "Metrics")."""
 
-    state = param.Parameter(doc="the node state holding the snapshot")
-    snapshot_param = param.String(default="snapshot")
-    label = param.String()
-    counts = param.String(doc="one line saying what the value counts (also the hover text)")
-    value = param.Callable(doc="Metrics -> the value text")
+    label: str
+    value: Callable[[Metrics], str]  # the value text, from kvviz.formatting
+    counts: str  # one line saying what the value counts (also the hover text)
+    of: str = "snapshot"  # the state parameter holding the snapshot it reads
+
+
+class MetricCard(pn.viewable.Viewer):
+    """One card: `card` read from the snapshot parameter `snapshot`."""
+
+    snapshot = Ref("the snapshot parameter the card reads")
+    node = param.String(doc="the node's key, for the data-node attribute")
+    card = param.ClassSelector(class_=Card)
 
     def __init__(self, **params):
         super().__init__(**params)
         self._pane = LiveHTML(self._html(), margin=(4, 6), styles={"flex": "1 1 14rem"})
-        self.state.param.watch(lambda e: setattr(self._pane, "object", self._html()), self.snapshot_param)
+        watch(self.snapshot, lambda _e: setattr(self._pane, "object", self._html()))
 
     def _html(self) -> str:
-        snap = getattr(self.state, self.snapshot_param)
-        return card_html(self.state.key, self.label, self.value(snap.metrics), self.counts)
+        c = self.card
+        return card_html(self.node, c.label, c.value(value(self.snapshot).metrics), c.counts)
 
     def __panel__(self):
         return self._pane
 
 
-def card_row(*cards: MetricCard) -> pn.FlexBox:
-    return pn.FlexBox(*cards, flex_wrap="wrap", sizing_mode="stretch_width", css_classes=["kv-cards"])
+def card_row(state, cards) -> pn.FlexBox:
+    """The cards of a table, each reading its snapshot parameter of `state`."""
+    views = [MetricCard(snapshot=state.param[c.of], node=state.key, card=c) for c in cards]
+    return pn.FlexBox(*views, flex_wrap="wrap", sizing_mode="stretch_width", css_classes=["kv-cards"])

@@ -1,7 +1,7 @@
 """How numbers and text from a snapshot are written on screen: formatting only, no cache figures.
 
 Every metric text the lesson shows is built here, from `snapshot.metrics`, so the views and the
-tests agree on the exact strings (DESIGN.md "The lesson nodes": the value formats are exact).
+tests agree on the exact strings (docs/architecture.md, "Metrics": the value formats are exact).
 """
 
 from __future__ import annotations

@@ -21,10 +21,11 @@ import param
 from bokeh.models import ColumnDataSource, CustomJS, HoverTool, Quad, Rect, Segment, Text
 from bokeh.plotting import figure
 
-from engine import Snapshot
-from kvviz import format as fmt
-from kvviz.redraw import Redraw
-from kvviz.sources import assign, binary
+from engine import Snapshot, ceil_div
+from kvviz import formatting as fmt
+from kvviz.web.redraw import Redraw
+from kvviz.web.refs import Ref, value, watch
+from kvviz.web.sources import assign, binary
 
 # Okabe & Ito's colour-blind-safe palette (black left out: it is the outline colour).
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
@@ -170,16 +171,16 @@ fig.height = rows * row_px + 28;
 
 
 class BlockStrip(pn.viewable.Viewer):
-    """The pool of `state.<snapshot_param>`, redrawn in place whenever that snapshot changes."""
+    """The pool of a snapshot parameter (e.g. `state.param.paged`), redrawn in place whenever
+    that snapshot changes."""
 
-    state = param.Parameter(doc="the node state holding the snapshot")
-    snapshot_param = param.String(default="snapshot")
+    snapshot = Ref("the snapshot parameter to draw")
     title = param.String(default="")
 
     def __init__(self, **params):
         super().__init__(**params)
-        snap = getattr(self.state, self.snapshot_param)
-        rows = -(-len(snap.blocks) // PER_ROW)
+        snap = value(self.snapshot)
+        rows = ceil_div(len(snap.blocks), PER_ROW)
         cells, bars, lines = (binary(d) for d in strip_data(snap))
         self.cells, self.bars, self.lines = ColumnDataSource(cells), ColumnDataSource(bars), ColumnDataSource(lines)
         hover = HoverTool(tooltips=[
@@ -211,41 +212,13 @@ class BlockStrip(pn.viewable.Viewer):
             narrow_per_row=NARROW_PER_ROW, narrow_px=NARROW_PX, row_px=ROW_PX)))
         self.figure = fig
         self._pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width", css_classes=["kv-strip"])
-        self.state.param.watch(Redraw(self._update), self.snapshot_param)
+        watch(self.snapshot, Redraw(self._update))
 
     def _update(self) -> None:
-        cells, bars, lines = strip_data(getattr(self.state, self.snapshot_param))
+        cells, bars, lines = strip_data(value(self.snapshot))
         with pn.io.hold():
             for source, data in ((self.cells, cells), (self.bars, bars), (self.lines, lines)):
                 assign(source, binary(data))
 
     def __panel__(self):
         return self._pane
-
-
-LEGEND_HTML = """
-<div class="kv-legend" aria-label="How to read the block strip">
-  <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#E69F00" stroke="#333"/></svg>
-    holds tokens (colour and name = request)</span>
-  <span><svg width="22" height="16"><defs><pattern id="kvh" width="5" height="5" patternUnits="userSpaceOnUse"
-    patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="5" stroke="#56B4E9" stroke-width="2"/></pattern></defs>
-    <rect x="1" y="1" width="20" height="14" fill="url(#kvh)" stroke="#56B4E9" stroke-width="1.5"/></svg>
-    reserved, empty (hatched)</span>
-  <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#f4f4f4" stroke="#b9b9b9"/></svg>
-    free</span>
-  <span><svg width="22" height="16"><rect x="2" y="2" width="18" height="12" fill="#8a8a8a" stroke="#000"
-    stroke-width="3"/></svg> shared by several requests (×n)</span>
-  <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#bdbdbd" stroke="#555"
-    stroke-dasharray="3 2"/></svg> cached, idle (dashed)</span>
-  <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#E69F00" fill-opacity="0.55"
-    stroke="#333"/><path d="M2 4.5H20M2 11.5H20" stroke="#333" stroke-opacity="0.6" stroke-width="1.5"
-    stroke-dasharray="1.5 2"/></svg>
-    ≡ copy: same tokens as an earlier block (dotted)</span>
-  <span><svg width="22" height="16"><rect x="1" y="10" width="14" height="4" fill="#222"/></svg>
-    bar = tokens / block size</span>
-</div>
-"""
-
-
-def legend() -> pn.pane.HTML:
-    return pn.pane.HTML(LEGEND_HTML, sizing_mode="stretch_width", margin=(0, 10))

@@ -12,8 +12,7 @@ import html
 import param
 from panel.custom import JSComponent
 
-from kvviz.keyboard import FIND_SECTIONS_JS
-from kvviz.text import NAV
+from kvviz.web.keyboard import FIND_SECTIONS_JS
 
 _ESM = FIND_SECTIONS_JS + """
 export function render({ model }) {
@@ -33,17 +32,18 @@ export function render({ model }) {
 """
 
 
-def items_html() -> str:
+def items_html(items) -> str:
+    """`items`: (key, number, label) per node, in page order."""
     e = html.escape
     return "".join(
         f'<a href="#{e(key)}" data-node="{e(key)}"><span class="kv-nav-num">{e(num)}</span>'
         f'<span class="kv-nav-label">{e(label)}</span></a>'
-        for key, num, label in NAV
+        for key, num, label in items
     )
 
 
 class Nav(JSComponent):
     vertical = param.Boolean(default=False)
-    items_html = param.String(default=items_html(), constant=True)
+    items_html = param.String(default="", doc="the links, from items_html()")
 
     _esm = _ESM

@@ -11,8 +11,9 @@ import html
 import panel as pn
 import param
 
-from kvviz.a11y import AccessibleNames
-from kvviz.live_html import LiveHTML
+from kvviz.nodes.state_base import NodeState
+from kvviz.web.a11y import AccessibleNames
+from kvviz.web.live_html import LiveHTML
 
 PLAY_PERIOD_MS = 250
 SPEEDS = {"Speed: slow": 800, "Speed: normal": PLAY_PERIOD_MS, "Speed: fast": 100}  # ms per engine step
@@ -54,7 +55,7 @@ def notice_html(text: str) -> str:
 class Transport(pn.viewable.Viewer):
     """Buttons that drive `state` step by step, the step count, and the state's notice line."""
 
-    state = param.Parameter()
+    state = param.ClassSelector(class_=NodeState)
     on_interact = param.Callable(default=None, doc="called with the state's key on every click")
 
     def __init__(self, **params):

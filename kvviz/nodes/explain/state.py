@@ -1,4 +1,4 @@
-"""Explain it back: facts and self-check questions read from the three nodes' live snapshots.
+"""Explain it back's state: facts and self-check questions read from the three nodes' live snapshots.
 
 The answers are never stored: each is read from the current snapshot when the student checks,
 so they follow whatever the class did to the nodes.
@@ -11,14 +11,11 @@ from dataclasses import dataclass
 
 import param
 
-from kvviz import format as fmt
-from kvviz.state import FragmentationState, PagingState, RadixState
-
-QUESTION = (
-    "Each of the two techniques you just watched takes a trick from how an operating system "
-    "manages memory. For PagedAttention and for RadixAttention: which trick, what waste or "
-    "repeated work does it remove, and where do the two differ?"
-)
+from kvviz import formatting as fmt
+from kvviz.nodes.explain.text import QUESTION
+from kvviz.nodes.fragmentation.state import FragmentationState
+from kvviz.nodes.paging.state import PagingState
+from kvviz.nodes.radix.state import RadixState
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Explain it back: the question, live facts, self-checks and a download of the answer with its state."""
+"""Explain it back's view: the question, live facts, self-checks and a download of the answer with its state."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import io
 import panel as pn
 import param
 
-from kvviz import text
-from kvviz.explain_state import CHECKS, QUESTION, ExplainState
-from kvviz.live_html import LiveHTML
-from kvviz.redraw import Redraw
+from kvviz.nodes.explain.state import CHECKS, ExplainState
+from kvviz.nodes.explain.text import PROSE, QUESTION
+from kvviz.web.live_html import LiveHTML
+from kvviz.web.redraw import Redraw
 
 
 def facts_html(state: ExplainState, *_deps) -> str:
@@ -26,8 +26,9 @@ def feedback_html(state: ExplainState, key: str, feedback: dict) -> str:
     return f'<div class="{cls}" data-check="{key}" role="status">{html.escape(said)}</div>'
 
 
-class ExplainNode(pn.viewable.Viewer):
+class ExplainView(pn.viewable.Viewer):
     state = param.ClassSelector(class_=ExplainState)
+    on_interact = param.Callable(default=None, doc="unused: explain it back has no engine of its own")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -59,7 +60,7 @@ class ExplainNode(pn.viewable.Viewer):
             sizing_mode="stretch_width", max_width=460,
         )
         self._layout = pn.Column(
-            pn.pane.Markdown(text.EXPLAIN, sizing_mode="stretch_width", css_classes=["kv-prose"]),
+            pn.pane.Markdown(PROSE, sizing_mode="stretch_width", css_classes=["kv-prose"]),
             pn.pane.HTML(f'<blockquote class="kv-big-question">{html.escape(QUESTION)}</blockquote>',
                          sizing_mode="stretch_width"),
             answer,

@@ -1,0 +1,51 @@
+"""Node 01's state: the reserved length and Free R2 (param only, no Panel)."""
+
+from __future__ import annotations
+
+import param
+
+from engine import Snapshot
+from kvviz.nodes.fragmentation.scenario import FragmentationScenario
+from kvviz.nodes.scenario_base import fresh
+from kvviz.nodes.state_base import NodeState
+
+
+class FragmentationState(NodeState):
+    """One contiguous 32-block pool; each request reserves `reserve` blocks up front."""
+
+    key = "fragmentation"
+    reserve = param.Integer(default=8, bounds=(1, 16), label="Reserved length", doc="blocks per slab")
+    freed_r2 = param.Boolean(default=False, doc="Free R2 was pressed (and a long request tried)")
+    snapshot = param.ClassSelector(class_=Snapshot, doc="the pool now")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.scenario = fresh(FragmentationScenario, self.reserve)
+        self._refresh()
+
+    def _snapshots(self) -> dict:
+        freed = any(op.kind == "release" for op in self.scenario.timeline.ops)  # (Step back can undo it)
+        return {"snapshot": self.scenario.snapshot(), "freed_r2": freed}
+
+    @param.depends("reserve", watch=True)
+    def _rebuild(self) -> None:
+        if self.scenario.reserve_blocks == self.reserve:
+            return  # already built for this length (Reset sets both at once)
+        freed = self.freed_r2
+        self.scenario = fresh(FragmentationScenario, self.reserve)
+        if freed and (why := self._why_not(self.scenario.free_r2)) is not None:
+            return self._refresh(f"With {self.reserve}-block slabs there is no R2 to free: {why}", playing=False)
+        self._refresh(playing=False)
+
+    def free_r2(self) -> None:
+        if self.freed_r2:
+            self._refresh("R2 is already freed. Press Reset to start again.")
+            return
+        if self._try(self.scenario.free_r2):
+            self._refresh(playing=False)
+
+    def reset(self) -> None:
+        """Back to the defaults, widgets included: one update that every binding hears."""
+        default = self.param.reserve.default
+        self.scenario = fresh(FragmentationScenario, default)
+        self._refresh("Back to the lesson's starting point.", playing=False, reserve=default)

@@ -1,0 +1,37 @@
+"""Node 01's view: the slider, Free R2, the block strip and its cards."""
+
+from __future__ import annotations
+
+import panel as pn
+
+from kvviz.figures.block_strip import BlockStrip
+from kvviz.figures.legend import legend
+from kvviz.figures.request_list import RequestList
+from kvviz.nodes.fragmentation import text
+from kvviz.nodes.view_base import NodeView, badge, prose, section
+from kvviz.web.a11y import AccessibleNames
+from kvviz.web.widgets import IntSlider
+
+
+class FragmentationView(NodeView):
+    def __init__(self, **params):
+        super().__init__(**params)
+        s = self.state
+        slider = IntSlider.from_param(s.param.reserve, label=text.RESERVE_LABEL, css_classes=["kv-reserve"],
+                                      sizing_mode="stretch_width", min_width=220)
+        slider.param.watch(self._touch, "value")
+        free = self._button("Free R2", s.free_r2, color="warning", disabled=s.param.freed_r2)
+        reset = self._button("Reset", s.reset)
+        self._layout = section(
+            s.key,
+            badge(s.key, s.param.snapshot),
+            prose(text.PROSE),
+            pn.FlexBox(slider, free, reset, align_items="center", sizing_mode="stretch_width"),
+            AccessibleNames(names={"kv-reserve": text.RESERVE_LABEL}),
+            prose(text.TRY, css_classes=["kv-try"]),
+            BlockStrip(snapshot=s.param.snapshot, title=text.STRIP_TITLE),
+            legend(),
+            self._cards(text.CARDS),
+            self._transport(),
+            RequestList(snapshot=s.param.snapshot, node=s.key, pool="contiguous"),
+        )

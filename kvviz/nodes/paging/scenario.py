@@ -1,0 +1,74 @@
+"""Node 02's set-up: the same request stream into a contiguous pool and a paged one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from engine import EngineConfig
+from kvviz.nodes.scenario_base import BLOCK_SIZE, WEIGHTS, max_new_for
+from kvviz.timeline import Timeline
+
+# Short requests needing one or two pages each, alternating.
+PROMPTS = (
+    "Memory is",
+    "Each token",
+    "The engine",
+    "The queue",
+    "The librarian",
+    "The desk",
+)
+KV_TOKENS = (26, 12)  # a two-page request, then a one-page request
+CUSTOM_NEW_TOKENS = 8  # a student's own prompt generates this many tokens
+
+
+class PagingScenario:
+    """The same requests into a contiguous pool (6-block slabs) and a paged pool; the first
+    `NUM_INITIAL` are run to the end."""
+
+    NUM_BLOCKS = 32
+    RESERVE_BLOCKS = 6
+    NUM_INITIAL = 4
+
+    def __init__(self):
+        base = EngineConfig(num_blocks=self.NUM_BLOCKS, block_size=BLOCK_SIZE, admission="refuse", weights=WEIGHTS)
+        self.contiguous = Timeline(replace(base, policy="contiguous", reserve_blocks=self.RESERVE_BLOCKS))
+        self.paged = Timeline(replace(base, policy="paged"))
+        self.num_added = 0
+        for _ in range(self.NUM_INITIAL):
+            self.add(*self.next_request(), run=False)
+        self.run_until_idle()
+
+    def next_request(self) -> tuple[str, int]:
+        k = self.num_added
+        prompt = PROMPTS[k % len(PROMPTS)]
+        return prompt, max_new_for(prompt, KV_TOKENS[k % len(KV_TOKENS)])
+
+    def add_prompt(self, prompt: str, run: bool = True) -> None:
+        """Add a request for `prompt`: a prompt of the stream gets the stream's length, any other
+        prompt generates CUSTOM_NEW_TOKENS tokens."""
+        if prompt in PROMPTS:
+            k = PROMPTS.index(prompt)
+            max_new = max_new_for(prompt, KV_TOKENS[k % len(KV_TOKENS)])
+        else:
+            max_new = CUSTOM_NEW_TOKENS
+        self.add(prompt, max_new, run)
+
+    def add(self, prompt: str, max_new_tokens: int, run: bool = True) -> None:
+        """Add one request to both pools (validated by both before either changes)."""
+        self.paged.add(prompt, max_new_tokens)
+        try:
+            self.contiguous.add(prompt, max_new_tokens)
+        except ValueError:
+            self.paged.replay(self.paged.ops[:-1])
+            raise
+        self.num_added += 1
+        if run:
+            self.run_until_idle()
+
+    def run_until_idle(self) -> None:
+        self.contiguous.run_until_idle()
+        self.paged.run_until_idle()
+
+    @property
+    def timelines(self) -> tuple[Timeline, ...]:
+        return (self.contiguous, self.paged)

@@ -1,0 +1,66 @@
+"""Node 02's state: Add request into both pools, and the request whose block table is drawn."""
+
+from __future__ import annotations
+
+import param
+
+from engine import Snapshot
+from kvviz.nodes.paging.scenario import PagingScenario
+from kvviz.nodes.scenario_base import fresh
+from kvviz.nodes.state_base import Added, NodeState
+
+
+class PagingState(NodeState):
+    """The same requests into a contiguous pool (6-block slabs) and a paged pool.
+
+    Add request takes the new request's first step at once (its prompt's KV fills its first
+    blocks: a slab in one pool, just the pages it needs in the other) and then plays until
+    idle, so the class watches the paged pool grow page by page while the slab sits reserved.
+    """
+
+    key = "paging"
+    prompt = param.String(default="", label="Prompt", doc="the next request's prompt (plain text)")
+    added = param.List(default=[], item_type=str, doc="prompts added since the defaults, in order")
+    added_gaps = param.List(default=[], item_type=str,
+                            doc="per added prompt, the steps each pool took before it ('contiguous.paged')")
+    request = param.Selector(default=None, objects=[], label="Request", allow_None=True,
+                             doc="the request whose block table is drawn")
+    contiguous = param.ClassSelector(class_=Snapshot, doc="the contiguous pool now")
+    paged = param.ClassSelector(class_=Snapshot, doc="the paged pool now")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.scenario = fresh(PagingScenario)
+        self.prompt = self.scenario.next_request()[0]
+        self._refresh()
+
+    def _snapshots(self, show_newest: bool = False) -> dict:
+        paged = self.scenario.paged.snapshot()
+        names = [r.name for r in paged.requests]
+        self.param.request.objects = names
+        if show_newest and names:
+            chosen = names[-1]
+        else:
+            chosen = self.request if self.request in names else (names[0] if names else None)
+        # What was added since the defaults, read from the ops (Step back or Rewind can drop some).
+        added = [op.prompt for op in self.scenario.paged.ops if op.kind == "add"][PagingScenario.NUM_INITIAL:]
+        return {"contiguous": self.scenario.contiguous.snapshot(), "paged": paged, "request": chosen,
+                "added": added, "added_gaps": self._gaps(PagingScenario.NUM_INITIAL)}
+
+    def add_request(self, prompt: str | None = None, settle: bool = False,
+                    after: tuple[int, ...] | None = None) -> bool:
+        """Add a request for `prompt` (default: the prompt box) to both pools and run it (see
+        `_run_added`); its block table is the one drawn. With `after` (a link's replay), first
+        step each pool to that many steps since the last add, then add without running."""
+        prompt = self.prompt if prompt is None else prompt
+        added = self._add(prompt, lambda p: self.scenario.add_prompt(p, False), settle, after)
+        if added is Added.REFUSED:
+            return False
+        self._refresh(snapshots=self._snapshots(show_newest=True), prompt=self.scenario.next_request()[0],
+                      playing=added is Added.PLAYING)
+        return True
+
+    def reset(self) -> None:
+        self.scenario = fresh(PagingScenario)
+        self._refresh("Back to the lesson's starting point.", playing=False,
+                      prompt=self.scenario.next_request()[0], request=None)

@@ -1,0 +1,45 @@
+"""Node 02's view: Add request, the two pools side by side, and the block tables."""
+
+from __future__ import annotations
+
+import panel as pn
+
+from kvviz.figures.block_strip import BlockStrip
+from kvviz.figures.legend import legend
+from kvviz.figures.page_table import PageTable
+from kvviz.figures.request_list import RequestList
+from kvviz.nodes.paging import text
+from kvviz.nodes.view_base import NodeView, badge, prose, section
+
+
+class PagingView(NodeView):
+    def __init__(self, **params):
+        super().__init__(**params)
+        s = self.state
+        box = pn.widgets.TextInput.from_param(s.param.prompt, label=text.PROMPT_LABEL,
+                                              sizing_mode="stretch_width", min_width=220)
+        box.param.watch(lambda _e: (self._touch(), s.add_request()), "enter_pressed")
+        add = self._button("Add request", s.add_request, color="primary")
+        reset = self._button("Reset", s.reset)
+        chooser = pn.widgets.Select.from_param(s.param.request, label="Block table of", width=160)
+        self._layout = section(
+            s.key,
+            badge(s.key, s.param.paged),
+            prose(text.PROSE),
+            prose(text.ANALOGY, css_classes=["kv-analogy"]),
+            pn.FlexBox(box, add, reset, align_items="end", sizing_mode="stretch_width"),
+            prose(text.TRY, css_classes=["kv-try"]),
+            BlockStrip(snapshot=s.param.contiguous, title=text.CONTIGUOUS_TITLE),
+            RequestList(snapshot=s.param.contiguous, node=s.key, pool="contiguous"),
+            BlockStrip(snapshot=s.param.paged, title=text.PAGED_TITLE),
+            legend(),
+            self._cards(text.CARDS),
+            self._transport(),
+            prose("#### The block table: the KV cache's own page table"),
+            chooser,
+            PageTable(snapshot=s.param.paged, request=s.param.request, pool="paged",
+                      title="Paged: pages scattered wherever blocks were free"),
+            PageTable(snapshot=s.param.contiguous, request=s.param.request, pool="contiguous",
+                      title="Contiguous: one slab, reserved up front"),
+            RequestList(snapshot=s.param.paged, node=s.key, pool="paged"),
+        )

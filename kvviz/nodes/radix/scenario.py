@@ -1,0 +1,68 @@
+"""Node 03's set-up: one paged 48-block pool; four questions after one shared system prompt."""
+
+from __future__ import annotations
+
+from engine import EngineConfig
+from kvviz.nodes.scenario_base import BLOCK_SIZE, WEIGHTS, OnePool, max_new_for
+from kvviz.timeline import Timeline
+
+# One 96-byte system prompt (6 full blocks) shared by four questions. A question is asked as
+# "Q: <question>\nA:", the form the model was trained to answer.
+SYSTEM_PROMPT = "You are a patient teacher. Explain how computers use memory, caches and pages, in plain words.\n\n"
+SYSTEM_PROMPT_BLOCKS = 6
+QUESTIONS = (
+    "What is a KV cache?",
+    "What is attention?",
+    "What is a token?",
+    "What is preemption?",
+)
+QUESTION_OPEN, QUESTION_CLOSE = "Q: ", "\nA:"
+UNIQUE_BLOCKS = 3
+# Questions offered to students one after another in the prompt box (after the four above).
+MORE_QUESTIONS = (
+    "What is a block?",
+    "What is thrashing?",
+    "What is eviction?",
+    "What is a page table?",
+    "What is a radix tree?",
+    "What is a cache hit?",
+)
+assert len(SYSTEM_PROMPT.encode()) == SYSTEM_PROMPT_BLOCKS * BLOCK_SIZE
+
+
+class RadixScenario(OnePool):
+    """One paged pool; four requests share a 6-block system prompt, 3 own blocks each; they are
+    run to the end."""
+
+    NUM_BLOCKS = 48
+
+    def __init__(self, prefix_sharing: bool = False):
+        self.prefix_sharing = prefix_sharing
+        cfg = EngineConfig(
+            num_blocks=self.NUM_BLOCKS, block_size=BLOCK_SIZE, policy="paged",
+            prefix_sharing=prefix_sharing, admission="refuse", weights=WEIGHTS,
+        )
+        self.timeline = Timeline(cfg)
+        for q in QUESTIONS:
+            self.ask(q, run=False)
+        self.timeline.run_until_idle()
+
+    @staticmethod
+    def request_for(question: str) -> tuple[str, int]:
+        """The full prompt (system prompt, then the question as "Q: ...\\nA:") and a max_new_tokens that fills exactly
+        UNIQUE_BLOCKS blocks past the system prompt (less when the question is long)."""
+        prompt = f"{SYSTEM_PROMPT}{QUESTION_OPEN}{question}{QUESTION_CLOSE}"
+        target = (SYSTEM_PROMPT_BLOCKS + UNIQUE_BLOCKS) * BLOCK_SIZE - 4
+        return prompt, max(1, max_new_for(prompt, max(target, len(prompt.encode()))))
+
+    @staticmethod
+    def question_of(prompt: str) -> str:
+        """The question a prompt made by `request_for` asks (its inverse)."""
+        return prompt.removeprefix(SYSTEM_PROMPT + QUESTION_OPEN).removesuffix(QUESTION_CLOSE)
+
+    def ask(self, question: str, run: bool = True) -> int:
+        prompt, max_new = self.request_for(question)
+        rid = self.timeline.add(prompt, max_new)
+        if run:
+            self.timeline.run_until_idle()
+        return rid

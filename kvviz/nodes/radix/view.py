@@ -1,0 +1,66 @@
+"""Node 03's view: prefix sharing, questions, the pool, the radix tree and its events."""
+
+from __future__ import annotations
+
+import html
+
+import panel as pn
+
+from kvviz import formatting as fmt
+from kvviz.figures.block_strip import BlockStrip
+from kvviz.figures.legend import legend
+from kvviz.figures.radix_tree import RadixTreeFigure
+from kvviz.figures.request_list import RequestList
+from kvviz.nodes.radix import text
+from kvviz.nodes.view_base import NodeView, badge, prose, section
+from kvviz.web.a11y import AccessibleNames
+from kvviz.web.live_html import LiveHTML
+from kvviz.web.redraw import Redraw
+from kvviz.web.widgets import Checkbox
+
+
+def events_html(snap) -> str:
+    """The engine's eviction and refusal events, newest first (engine reasons, escaped)."""
+    rows = [e for e in snap.events if e.kind in ("block_evicted", "request_refused", "request_preempted")]
+    if not rows:
+        return '<div class="kv-events kv-empty">No eviction yet: the pool has not run dry.</div>'
+    items = "".join(
+        f'<li data-kind="{e.kind}">step {e.step}: {html.escape(e.kind.replace("_", " "))}'
+        f'{" of blocks " + html.escape(fmt.block_ranges(sorted(e.blocks))) if e.blocks else ""}'
+        f' ({html.escape(e.reason)})</li>' for e in reversed(rows[-8:]))
+    return f'<ul class="kv-events">{items}</ul>'
+
+
+class RadixView(NodeView):
+    def __init__(self, **params):
+        super().__init__(**params)
+        s = self.state
+        sharing = Checkbox.from_param(s.param.sharing, css_classes=["kv-sharing"])
+        names = AccessibleNames(names={"kv-sharing": s.param.sharing.label})
+        sharing.param.watch(self._touch, "value")
+        box = pn.widgets.TextInput.from_param(s.param.prompt, label=text.QUESTION_LABEL,
+                                              sizing_mode="stretch_width", min_width=220)
+        box.param.watch(lambda _e: (self._touch(), s.add_request()), "enter_pressed")
+        events = LiveHTML(events_html(s.snapshot), sizing_mode="stretch_width", margin=(0, 10))
+        s.param.watch(Redraw(lambda: setattr(events, "object", events_html(s.snapshot))), "snapshot")
+        self._layout = section(
+            s.key,
+            badge(s.key, s.param.snapshot),
+            prose(text.PROSE),
+            pn.FlexBox(sharing, self._button("Reset", s.reset), align_items="center",
+                       sizing_mode="stretch_width"),
+            names,
+            pn.FlexBox(box, self._button("Add request", s.add_request, color="primary"),
+                       self._button("Release oldest", s.release_oldest),
+                       self._button("Fill the pool", s.fill_pool, slow=True), align_items="end",
+                       sizing_mode="stretch_width"),
+            prose(text.TRY, css_classes=["kv-try"]),
+            BlockStrip(snapshot=s.param.snapshot, title=text.STRIP_TITLE),
+            legend(),
+            self._cards(text.CARDS),
+            self._transport(),
+            RadixTreeFigure(snapshot=s.param.snapshot, sharing=s.param.sharing),
+            self._cards(text.PREFILL_CARDS),
+            events,
+            RequestList(snapshot=s.param.snapshot, node=s.key, pool="paged"),
+        )

@@ -1,0 +1,32 @@
+"""A lesson node's entry in the registry (kvviz/nodes/__init__.py): everything the page, the
+URL code, the tests and the benchmarks need to find about one node, in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+from kvviz.figures.metric_card import Card
+
+
+@dataclass(frozen=True)
+class Node:
+    key: str  # in URLs (?node=paging), CSS classes (kv-node-paging) and data-node attributes
+    number: str  # shown in the navigation: "01", "02", ...
+    title: str  # the navigation's name for it
+    state: type  # its state class (param.Parameterized, no Panel)
+    view: type  # its view class (Panel), built with state= and on_interact=
+    cards: tuple[Card, ...] = ()  # its headline metric cards, in the order shown
+    # What a student does, in a cycle: (widget label, key pressed on it or None for a click).
+    # The UI latency and classroom benchmarks play it.
+    practice: tuple[tuple[str, str | None], ...] = ()
+    url: ModuleType | None = None  # its URL fields: PARAMS, WATCH, parse, restore, query
+    needs: tuple[str, ...] = ()  # the other nodes' states its state is built over (by key)
+    live: bool = True  # runs engines (a transport, keyboard shortcuts, a play timer)
+
+    def new_state(self, states: dict):
+        """A fresh state; `states` holds the states of the nodes before it, by key."""
+        return self.state(**{k: states[k] for k in self.needs})
+
+    def new_view(self, state, on_interact=None):
+        return self.view(state=state, on_interact=on_interact)

@@ -1,0 +1,71 @@
+"""What every live node's view shares: the section, prose, the engine badge, buttons, the
+transport and the metric-card row. Each node's own view is in kvviz/nodes/<node>/view.py."""
+
+from __future__ import annotations
+
+import html
+
+import panel as pn
+import param
+
+from kvviz import formatting as fmt
+from kvviz.figures.metric_card import card_row
+from kvviz.figures.transport import Transport
+from kvviz.nodes.state_base import NodeState
+from kvviz.web.live_html import LiveHTML
+from kvviz.web.refs import value
+
+
+def badge(node: str, snapshot: param.Parameter) -> pn.pane.HTML:
+    """Which engine backend and device are live, read from a snapshot parameter."""
+    def html_for(*_):
+        return (f'<span class="kv-badge" data-node="{node}" title="The engine backend and device '
+                f'running this node">engine: {html.escape(fmt.backend_badge(value(snapshot)))}</span>')
+    return LiveHTML(pn.bind(html_for, snapshot), margin=(4, 10), align="end")
+
+
+def section(key: str, *objects) -> pn.Column:
+    return pn.Column(*objects, sizing_mode="stretch_width", css_classes=["kv-node", f"kv-node-{key}"],
+                     margin=(0, 0, 24, 0))
+
+
+def prose(md: str, css_classes=()) -> pn.pane.Markdown:
+    return pn.pane.Markdown(md, sizing_mode="stretch_width", css_classes=["kv-prose", *css_classes])
+
+
+class NodeView(pn.viewable.Viewer):
+    """A live node's view; `on_interact(key)` tells the page which node the user last touched."""
+
+    state = param.ClassSelector(class_=NodeState)
+    on_interact = param.Callable(default=None)
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.state.batch_updates = pn.io.hold  # one action, one message to the browser
+
+    def _touch(self, *_):
+        if self.on_interact:
+            self.on_interact(self.state.key)
+
+    def _button(self, name: str, method, slow: bool = False, **kw) -> pn.widgets.Button:
+        """A button calling `method`; a `slow` one (a second or more) shows a spinner meanwhile."""
+        button = pn.widgets.Button(label=name, **kw)
+
+        def click(_event):
+            self._touch()
+            if not slow:
+                return method()
+            with pn.param.set_values(button, loading=True):  # (sent before the work starts)
+                return method()
+
+        button.on_click(click)
+        return button
+
+    def _transport(self) -> Transport:
+        return Transport(state=self.state, on_interact=self.on_interact)
+
+    def _cards(self, cards) -> pn.FlexBox:
+        return card_row(self.state, cards)
+
+    def __panel__(self):
+        return self._layout
