@@ -12,7 +12,7 @@ PROCS ?= 1
 ALLOW ?= localhost:$(PORT)
 BIN = $(VENV)/bin
 
-.PHONY: lesson test bench chromium clean
+.PHONY: lesson test bench chromium clean class nginx
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,29 @@ $(VENV)/.test-installed: requirements.txt requirements-test.txt | $(BIN)/python
 lesson: $(VENV)/.lesson-installed
 	$(BIN)/panel serve app.py --port $(PORT) --address $(ADDRESS) --num-procs $(PROCS) \
 		--allow-websocket-origin '$(ALLOW)' --static-dirs assets=./assets
+
+# make class: serve a whole class from this machine, every core busy (deploy/class_server.py): one
+# single-process `panel serve app.py` per core (BACKENDS, default: every core) on 127.0.0.1:5100+i,
+# behind Debian's nginx on ADDRESS:PORT (default 0.0.0.0:5006), which keeps each student on one
+# backend. Students open http://<this machine's address>:PORT/app (printed at start). ALLOW: the
+# websocket origins, host:port, separated by spaces or commas; default '*' (any: fine on a
+# classroom network). Ctrl-C stops everything.
+BACKENDS ?= $(shell nproc 2>/dev/null || echo 2)
+CLASS_ADDRESS = $(if $(filter file,$(origin ADDRESS)),0.0.0.0,$(ADDRESS))
+CLASS_ALLOW = $(if $(filter file,$(origin ALLOW)),*,$(ALLOW))
+
+class: $(VENV)/.lesson-installed nginx
+	BOKEH_VALIDATE_DOC=false $(BIN)/python deploy/class_server.py --address '$(CLASS_ADDRESS)' \
+		--port $(PORT) --allow '$(CLASS_ALLOW)' --backends $(BACKENDS)
+
+# Debian's nginx for `make class`, installed with apt-get when missing (as root). Only the binary is
+# used: the class server runs its own nginx with its own configuration; the system service that the
+# package would start is stopped and disabled when this installs it.
+nginx:
+	@command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null \
+			&& { ! command -v systemctl >/dev/null 2>&1 || systemctl disable --now nginx >/dev/null 2>&1 || true; }; \
+		else echo "make class needs Debian's nginx: sudo apt-get install -y nginx" >&2; exit 1; fi; }
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || test -x /usr/bin/chromium || { \
