@@ -1,0 +1,290 @@
+"""The class server (`make class`: deploy/class_server.py, nginx in front of one `panel serve` per
+core) and its benchmark (`python -m benchmarks.classroom`).
+
+Without a server: Bokeh's wire framing and the messages the students send (checked against what
+BokehJS sends, as captured from Chromium), reading a page's token and a document's models, the
+nginx configuration. With one (slow; skipped with the reason when nginx cannot be installed or
+run): a 4-student smoke run with no timing thresholds, and a backend killed under the proxy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from benchmarks import classroom
+from benchmarks import classroom_protocol as bp
+from benchmarks.classroom_server import StartedServer, read_state
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "deploy"))
+import class_server  # noqa: E402  (deploy/ is scripts, not a package)
+
+sys.path.pop(0)
+
+
+# -- framing, without a server ------------------------------------------------------------------
+def test_a_message_is_header_metadata_content_as_bokehjs_writes_them():
+    msgid, frames = bp.patch_doc([bp.button_click("p2890")])
+    assert len(msgid) == 32 and msgid == msgid.upper()
+    assert frames[0] == f'{{"msgid":"{msgid}","msgtype":"PATCH-DOC"}}'
+    assert frames[1] == "{}"
+    # byte for byte what BokehJS 3.9 sent for a click on "Add request" (captured in Chromium)
+    assert frames[2] == ('{"events":[{"kind":"MessageSent","msg_type":"bokeh_event","msg_data":{"type":"event",'
+                         '"name":"button_click","values":{"type":"map","entries":[["model",{"id":"p2890"}]]}}}]}')
+    assert json.dumps(bp.model_changed("p3354", "active", True), separators=(",", ":")) == \
+        '{"kind":"ModelChanged","model":{"id":"p3354"},"attr":"active","new":true}'
+    assert json.dumps(bp.document_ready(), separators=(",", ":")) == (
+        '{"kind":"MessageSent","msg_type":"bokeh_event","msg_data":{"type":"event","name":"document_ready",'
+        '"values":{"type":"map"}}}')
+    _id, frames = bp.pull_doc_req()
+    assert json.loads(frames[0])["msgtype"] == "PULL-DOC-REQ" and frames[1:] == ["{}", "{}"]
+
+
+def test_assembler_joins_frames_and_buffers_into_messages():
+    a = bp.Assembler()
+    header = json.dumps({"msgid": "p1", "msgtype": "PULL-DOC-REPLY", "reqid": "X", "num_buffers": 2})
+    frames = [header, "{}", '{"doc": {}}', '{"id": "p2"}', b"\x00" * 8, '{"id": "p3"}', b"\x01" * 4]
+    got = [a.feed(f) for f in frames]
+    assert got[:-1] == [None] * 6
+    msg = got[-1]
+    assert msg.msgtype == "PULL-DOC-REPLY" and msg.json() == {"doc": {}} and msg.buffers == [b"\x00" * 8, b"\x01" * 4]
+    assert msg.wire_bytes == sum(len(f) if isinstance(f, bytes) else len(f.encode()) for f in frames)
+    # the next message starts afresh; one without buffers is complete at its content
+    ok = [a.feed(f) for f in ('{"msgid": "p4", "msgtype": "OK", "reqid": "Y"}', "{}", "{}")]
+    assert ok[:2] == [None, None] and ok[2].msgtype == "OK" and ok[2].header["reqid"] == "Y"
+
+
+def test_assembler_refuses_what_is_not_a_message():
+    with pytest.raises(bp.ProtocolError):
+        bp.Assembler().feed(b"binary first")
+    a = bp.Assembler()
+    a.feed('{"nomsgid": 1}')
+    a.feed("{}")
+    with pytest.raises(bp.ProtocolError):
+        a.feed("{}")
+    a = bp.Assembler()
+    for f in ('{"msgid": "p1", "msgtype": "PATCH-DOC", "num_buffers": 1}', "{}", "{}"):
+        a.feed(f)
+    with pytest.raises(bp.ProtocolError):
+        a.feed(b"payload before its buffer header")
+
+
+def test_session_token_and_id_are_read_from_the_page():
+    payload = base64.urlsafe_b64encode(json.dumps({"session_id": "abc123", "session_expiry": 1}).encode())
+    token = payload.decode().rstrip("=")
+    page = f'<script>const render_items = [{{"token":"{token}","use_for_title":false}}];</script>'
+    assert bp.session_token(page) == (token, "abc123")
+    with pytest.raises(LookupError):
+        bp.session_token("<html>no bokeh here</html>")
+
+
+def _doc() -> dict:
+    """A document shaped as Panel sends the lesson's: node sections (kv-node-<key>) holding a
+    button, a checkbox or a slider, a step counter and a metric card (HTML escaped, as Panel
+    sends it); a navigation pane naming every node sits outside them."""
+    def obj(mid, name, **attrs):
+        return {"type": "object", "name": name, "id": mid, "attributes": attrs}
+
+    def card(mid, node, label, value):
+        return obj(mid, "panel.models.markup.HTML", text=(
+            f'&lt;div class=&quot;kv-metric&quot; data-node=&quot;{node}&quot; data-label=&quot;{label}&quot;&gt;'
+            f'&lt;div class=&quot;kv-value&quot;&gt;{value}&lt;/div&gt;&lt;/div&gt;'))
+
+    def counter(mid, node, step, status):
+        return obj(mid, "panel.models.markup.HTML",
+                   text=f"&lt;span class=&quot;kv-step&quot; data-node=&quot;{node}&quot;&gt;step &lt;b&gt;{step}"
+                        f"&lt;/b&gt; · {status}&lt;/span&gt;")
+
+    paging = obj("p10", "Column", css_classes=["kv-node", "kv-node-paging"], children=[
+        obj("p11", "panel.models.widgets.Button", label="Add request", disabled=False),
+        obj("p12", "panel.models.widgets.Button", label="▶ Play"),
+        counter("p13", "paging", 18, "idle"), card("p14", "paging", "PAGED", "40% full"),
+        obj("p15", "panel.models.markup.HTML", text='&lt;div class=&quot;kv-notice kv-empty&quot;&gt;&lt;/div&gt;')])
+    radix = obj("p20", "Column", css_classes=["kv-node", "kv-node-radix"], children=[
+        obj("p21", "panel.models.widgets.Button", label="Add request"),
+        obj("p22", "Checkbox", label="Prefix sharing", active=False), card("p23", "radix", "SAVED", "0%")])
+    frag = obj("p30", "Column", css_classes=["kv-node", "kv-node-fragmentation"], children=[
+        obj("p31", "Slider", title="Reserved length (blocks)", value=8, start=1, end=12)])
+    nav = obj("p40", "panel.models.markup.HTML", text='&lt;a data-node=&quot;paging&quot;&gt;&lt;a data-node=&quot;radix&quot;&gt;')
+    return {"roots": [obj("p1", "Column", children=[nav, paging, radix, frag, {"id": "p11"}])]}
+
+
+def test_doc_index_finds_each_nodes_widgets_and_texts():
+    d = bp.DocIndex(_doc())
+    assert d.find("paging", label="Add request", kinds=("Button",)) == ["p11"]
+    assert d.find("radix", label="Add request", kinds=("Button",)) == ["p21"]
+    assert d.find("radix", label="Prefix sharing", kinds=("Checkbox",)) == ["p22"]
+    assert d.find("fragmentation", title="Reserved length", kinds=("Slider",)) == ["p31"]
+    assert d.watched() == {"p13": "paging", "p14": "paging", "p15": "paging", "p23": "radix"}
+    assert d.metric_cards() == {("paging", "PAGED"): "40% full", ("radix", "SAVED"): "0%"}
+    assert bp.parse_step(d.text("p13")) == (18, "idle")
+
+
+def test_doc_index_follows_the_servers_patches():
+    d = bp.DocIndex(_doc())
+    changes = d.apply([
+        {"kind": "ModelChanged", "model": {"id": "p13"}, "attr": "text",
+         "new": "&lt;span class=&quot;kv-step&quot; data-node=&quot;paging&quot;&gt;step &lt;b&gt;19&lt;/b&gt; · playing&lt;/span&gt;"},
+        {"kind": "ModelChanged", "model": {"id": "p10"}, "attr": "children",
+         "new": [{"id": "p11"}, {"type": "object", "name": "panel.models.widgets.Button", "id": "p16",
+                                 "attributes": {"label": "Release oldest"}}]},
+        {"kind": "ColumnsStreamed", "model": {"id": "p99"}},
+    ])
+    assert [(m, a) for m, a, _ in changes] == [("p13", "text"), ("p10", "children")]
+    assert bp.parse_step(d.text("p13")) == (19, "playing")
+    assert d.find("paging", label="Release oldest") == ["p16"]
+
+
+def test_play_pace_counts_steps_while_playing():
+    obs = [(0.0, 18, "idle"), (1.0, 0, "playing"), (2.0, 4, "playing"), (3.0, 8, "playing"), (3.5, 10, "idle"),
+           (9.0, 10, "idle")]
+    rate, seconds = classroom.steps_per_10s(obs)
+    assert seconds == pytest.approx(2.5) and rate == pytest.approx(40.0)
+    assert classroom.percentile([4.0, 1.0, 3.0, 2.0], 50) == 2.5
+
+
+def test_helpers_for_addresses_backends_and_page_resources():
+    assert classroom.source_address(0) == "127.1.0.1" and classroom.source_address(250) == "127.1.1.1"
+    assert classroom.answered_by("127.0.0.1:5101, 127.0.0.1:5100") == "127.0.0.1:5100"
+    page = ('<script src="static/js/bokeh.min.js?v=1"></script><link rel="stylesheet" href="/assets/kvviz.css">'
+            '<script src="https://cdn.example/x.js"></script>')
+    assert classroom.page_resources(page, "/app") == ["/static/js/bokeh.min.js?v=1", "/assets/kvviz.css"]
+    with pytest.raises(SystemExit):
+        classroom.check_loopback("http://192.0.2.1:5006/app")
+
+
+def test_nginx_config_keeps_students_on_one_backend_and_passes_websockets(tmp_path):
+    main, proxy = class_server.nginx_config(tmp_path, "0.0.0.0", 5006, [5100, 5101], ROOT)
+    assert "@@" not in main + proxy
+    assert "hash $remote_addr consistent;" in main
+    assert "server 127.0.0.1:5100 max_fails=1 fail_timeout=10s;" in main and "127.0.0.1:5101" in main
+    assert "listen 0.0.0.0:5006;" in main and f"pid {tmp_path}/nginx.pid;" in main
+    for line in ("proxy_http_version 1.1;", "proxy_set_header Upgrade $http_upgrade;",
+                 "proxy_set_header Connection $connection_upgrade;", "proxy_next_upstream error timeout",
+                 "proxy_next_upstream_tries 2;"):
+        assert line in proxy
+    cmd = class_server.backend_command(5100, ["*"], 60000, 2000)
+    assert cmd[cmd.index("--unused-session-lifetime") + 1] == "60000" and "--num-procs" in cmd
+    assert cmd[cmd.index("--allow-websocket-origin") + 1] == "*"
+    assert class_server.split_origins("a:1, b:2  c") == ["a:1", "b:2", "c"]
+
+
+# -- a running class server ---------------------------------------------------------------------
+def _nginx() -> str | None:
+    found = class_server.find_nginx()
+    if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        subprocess.run(["make", "-s", "nginx"], cwd=ROOT, capture_output=True, timeout=600)
+        found = class_server.find_nginx()
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    nginx = _nginx()
+    if nginx is None:
+        pytest.skip("nginx is not installed and could not be (`make nginx` needs root and apt-get)")
+    probe = subprocess.run([nginx, "-v"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"nginx does not run here: {probe.stderr.strip()[:200]}")
+    port = _free_port()
+    with StartedServer(port, backends=2, base_port=port + 1,
+                       extra=["--session-lifetime-ms", "15000", "--check-sessions-ms", "1000"]) as s:
+        state = read_state(port)
+        yield s, port, state
+
+
+SMOKE_KEYS = {"date", "url", "config", "open", "act", "leave", "cycles", "server", "probes", "students", "client",
+              "machine"}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_four_students_get_pages_and_their_clicks_change_the_page(server, tmp_path):
+    _s, port, state = server
+    out_path = tmp_path / "classroom.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.classroom", "--url", f"http://127.0.0.1:{port}/app", "--students", "4",
+         "--open-seconds", "2", "--act-seconds", "6", "--cycles", "4", "--probes", "0", "--settle-seconds", "3",
+         "--json", str(out_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    out = json.loads(out_path.read_text())
+    assert set(out) >= SMOKE_KEYS
+    backends = {f"127.0.0.1:{b['port']}" for b in state["backends"]}
+    assert set(out["config"]["backends"]) == backends
+
+    # every student got a page with metric cards, built once: its GET and websocket on one backend
+    assert out["open"]["failed"] == 0 and out["open"]["with_cards"] == 4, out["open"]["errors"]
+    assert len(out["students"]) == 4
+    for s in out["students"]:
+        assert s["error"] is None and s["cards"] > 0 and s["doc_bytes"] > 0 and s["models"] > 0, s
+        assert s["get_backend"] in backends and s["ws_backend"] == s["get_backend"], s
+    assert out["open"]["built_twice"] == 0 and out["cycles"]["built_twice"] == 0
+    assert out["cycles"]["n"] == 4 and out["cycles"]["failed"] == 0, out["cycles"]["errors"]
+
+    # clicks produced patches that changed the page's texts
+    act = out["act"]
+    assert act["actions"] >= 4 and act["errors"] == 0 and act["unchanged"] == 0, act
+    assert act["latency_ms_all"]["n"] == act["actions"]
+    assert all(s["changed"] == s["actions"] for s in out["students"])
+
+    # the server side was measured, and nginx logged a GET and a websocket per page on one backend
+    mem = out["server"]["memory_mb"]
+    assert mem["all_open"]["rss_mb"] > 0 and mem["after_cycles_settled"]["rss_mb"] > 0
+    log = out["server"]["access_log"]
+    assert sum(v["get"] for v in log["per_backend"].values()) == 4 + 4
+    assert log["clients_split"] == []
+    assert "| time to a ready page" in run.stdout
+
+
+def _get_backend(port: int, source: str) -> tuple[int, str | None]:
+    """(status, backend) of GET /app through the proxy from `source`."""
+    status, headers, _body = asyncio.run(classroom.http_get("127.0.0.1", port, "/app", source, timeout=120))
+    return status, classroom.answered_by(headers.get("x-kvviz-backend"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_killed_backends_students_go_to_another_and_it_is_restarted(server):
+    _s, port, state = server
+    victim = state["backends"][1]
+    sources = [classroom.source_address(i) for i in range(12)]
+    before = {src: _get_backend(port, src)[1] for src in sources}
+    on_victim = [src for src, b in before.items() if b == f"127.0.0.1:{victim['port']}"]
+    assert on_victim, f"no address of {sources} hashed to the victim backend: {before}"
+    os.kill(victim["pid"], signal.SIGKILL)
+    time.sleep(0.3)
+    for src in on_victim[:2]:
+        status, backend = _get_backend(port, src)
+        assert status == 200 and backend == f"127.0.0.1:{state['backends'][0]['port']}"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        new = read_state(port)["backends"][1]
+        if new["restarts"] >= 1 and new["pid"] != victim["pid"]:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{victim['port']}/app", timeout=120) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass  # not listening yet
+        time.sleep(1)
+    pytest.fail("the killed backend was not restarted")
