@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks import classroom_protocol as bp
-from benchmarks.classroom_server import AccessLog, ServerMeter, StartedServer
+from benchmarks.classroom_server import AccessLog, BackendLogs, ServerMeter, StartedServer
 
 DEFAULT_URL = "http://127.0.0.1:5006/app"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -589,7 +589,8 @@ def check_loopback(url: str) -> tuple[str, int]:
     return "127.0.0.1", u.port or 80
 
 
-async def scenario(args: argparse.Namespace, meter: ServerMeter, access: AccessLog, state: dict | None) -> dict:
+async def scenario(args: argparse.Namespace, meter: ServerMeter, access: AccessLog, logs: BackendLogs,
+                   state: dict | None) -> dict:
     url = args.url
     n = args.students
     rng = random.Random(0)
@@ -681,10 +682,10 @@ async def scenario(args: argparse.Namespace, meter: ServerMeter, access: AccessL
             probes = {"errors": [f"{type(e).__name__}: {e}"[:500]]}
         pool.shutdown()
 
-    return collect(args, students, cycle_info, cycles_wall, meter, access, state, probes, quiet_after, settle_s)
+    return collect(args, students, cycle_info, cycles_wall, meter, access, logs, state, probes, quiet_after, settle_s)
 
 
-def collect(args, students, cycle_info, cycles_wall, meter, access, state, probes, quiet_after, settle_s) -> dict:
+def collect(args, students, cycle_info, cycles_wall, meter, access, logs, state, probes, quiet_after, settle_s) -> dict:
     infos = [s.open_info for s in students]
     ok = [i for i in infos if "error" not in i]
     failed = [i for i in infos if "error" in i]
@@ -783,6 +784,7 @@ def collect(args, students, cycle_info, cycles_wall, meter, access, state, probe
                 "after_cycles_settled": meter.memory("cycled-settled"),
             },
             "access_log": access.counts(),
+            "backend_logs": logs.counts(),
         },
         "probes": summarize_probes(probes),
         "students": [student_record(s) for s in students],
@@ -875,6 +877,9 @@ def report(r: dict) -> str:
         f"client (this process): {r['client']['cpu_s']} s CPU, {r['client']['max_rss_mb']} MB; "
         f"machine: {m['cpu_count']} CPUs, load average after {m['load_avg_1_5_15_after']} (shared machine); {r['date']}",
     ]
+    bl = srv.get("backend_logs", {}).get("totals")
+    if bl:
+        notes.append("backend logs: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in bl.items()))
     errors = o["errors"] + a["reader_errors"] + c["errors"] + (pb["errors"] if pb else [])
     if errors:
         notes.append("errors: " + " | ".join(errors[:6]))
@@ -934,11 +939,11 @@ def main(argv: list[str] | None = None) -> dict:
         meter = ServerMeter(port)
         if not meter.backends:
             raise SystemExit(f"no class server backends found for port {port} (is `make class` running?)")
-        access = AccessLog((meter.state or {}).get("access_log"))
+        access, logs = AccessLog((meter.state or {}).get("access_log")), BackendLogs(meter.state)
         print(f"classroom: {args.students} students on {args.url} ({len(meter.backends)} backends); "
               f"open over {args.open_seconds:g} s, act every {args.act_every:g} s for {args.act_seconds:g} s, "
               f"then {args.cycles} cycles", file=sys.stderr, flush=True)
-        results = asyncio.run(scenario(args, meter, access, meter.state))
+        results = asyncio.run(scenario(args, meter, access, logs, meter.state))
     print(report(results))
     path = args.json or RESULTS_DIR / f"classroom-{datetime.datetime.now(datetime.UTC):%Y%m%dT%H%M%SZ}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

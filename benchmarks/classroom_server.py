@@ -246,3 +246,38 @@ class AccessLog:
                 per_backend[upstream]["errors"] += 1
         split = sorted(c for c, v in per_client.items() if v["get"] and v["ws"] and v["get"] != v["ws"])
         return {"per_backend": per_backend, "clients": len(per_client), "clients_split": split}
+
+
+LOG_PATTERNS = {  # what a backend's log says about the run
+    "websockets_opened": "WebSocket connection opened",
+    "unretrieved_task_errors": "Task exception was never retrieved",
+    "websocket_closed_errors": "WebSocketClosedError",
+    "tracebacks": "Traceback (most recent call last)",
+    "errors": " ERROR ",
+}
+
+
+class BackendLogs:
+    """The backends' logs (`panel serve` output) from where they stood when this was made."""
+
+    def __init__(self, state: dict | None):
+        self.paths = {f"127.0.0.1:{b['port']}": Path(b["log"]) for b in (state or {}).get("backends", []) if b.get("log")}
+        self.offsets = {k: p.stat().st_size if p.exists() else 0 for k, p in self.paths.items()}
+
+    def counts(self) -> dict:
+        """Per backend, how many lines since the start match each of LOG_PATTERNS; and a few of
+        the error lines."""
+        out: dict = {"per_backend": {}, "examples": []}
+        for name, path in self.paths.items():
+            if not path.exists():
+                continue
+            with path.open(errors="replace") as f:
+                f.seek(self.offsets.get(name, 0))
+                text = f.read()
+            out["per_backend"][name] = {k: text.count(v) for k, v in LOG_PATTERNS.items()}
+            for line in text.splitlines():
+                if ("ERROR" in line or "Exception" in line) and len(out["examples"]) < 5:
+                    out["examples"].append(line[:300])
+        totals = {k: sum(v[k] for v in out["per_backend"].values()) for k in LOG_PATTERNS}
+        out["totals"] = totals
+        return out
