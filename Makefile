@@ -35,14 +35,15 @@ lesson: $(VENV)/.lesson-installed
 # behind Debian's nginx on ADDRESS:PORT (default 0.0.0.0:5006), which keeps each student on one
 # backend. Students open http://<this machine's address>:PORT/app (printed at start). ALLOW: the
 # websocket origins, host:port, separated by spaces or commas; default '*' (any: fine on a
-# classroom network). Ctrl-C stops everything.
+# classroom network). UPSTREAM: backends on other machines, HOST:PORT separated by spaces (see
+# deploy/README.md). Ctrl-C stops everything.
 BACKENDS ?= $(shell nproc 2>/dev/null || echo 2)
 CLASS_ADDRESS = $(if $(filter file,$(origin ADDRESS)),0.0.0.0,$(ADDRESS))
 CLASS_ALLOW = $(if $(filter file,$(origin ALLOW)),*,$(ALLOW))
 
 class: $(VENV)/.lesson-installed nginx
 	BOKEH_VALIDATE_DOC=false $(BIN)/python deploy/class_server.py --address '$(CLASS_ADDRESS)' \
-		--port $(PORT) --allow '$(CLASS_ALLOW)' --backends $(BACKENDS)
+		--port $(PORT) --allow '$(CLASS_ALLOW)' --backends $(BACKENDS) $(foreach u,$(UPSTREAM),--upstream $(u))
 
 # Debian's nginx for `make class`, installed with apt-get when missing (as root). Only the binary is
 # used: the class server runs its own nginx with its own configuration; the system service that the

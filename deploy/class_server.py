@@ -104,11 +104,12 @@ def listen_spec(address: str, port: int) -> str:
 
 
 def nginx_config(run_dir: Path, address: str, port: int, backend_ports: list[int], app_root: Path,
-                 max_fails: int = 1, fail_timeout_s: int = 10) -> tuple[str, str]:
-    """(nginx.conf, proxy.conf) for these backends, rendered from the templates in deploy/."""
+                 max_fails: int = 1, fail_timeout_s: int = 10, upstreams: list[str] | None = None) -> tuple[str, str]:
+    """(nginx.conf, proxy.conf) for these backends (and `upstreams`, HOST:PORT of backends on other
+    machines), rendered from the templates in deploy/."""
     bokeh, panel = package_dir("bokeh"), package_dir("panel")
-    servers = "\n".join(f"        server 127.0.0.1:{p} max_fails={max_fails} fail_timeout={fail_timeout_s}s;"
-                        for p in backend_ports)
+    hosts = [f"127.0.0.1:{p}" for p in backend_ports] + list(upstreams or [])
+    servers = "\n".join(f"        server {h} max_fails={max_fails} fail_timeout={fail_timeout_s}s;" for h in hosts)
     main = render(NGINX_TEMPLATE.read_text(), {
         "RUN_DIR": str(run_dir),
         "USER": worker_user_line(),
@@ -119,7 +120,7 @@ def nginx_config(run_dir: Path, address: str, port: int, backend_ports: list[int
         "PANEL_DIST": str(panel / "dist") if panel else "/nonexistent",
         "ASSETS": str(app_root / "assets"),
     })
-    proxy = render(PROXY_TEMPLATE.read_text(), {"TRIES": str(len(backend_ports))})
+    proxy = render(PROXY_TEMPLATE.read_text(), {"TRIES": str(len(hosts))})
     return main, proxy
 
 
@@ -128,8 +129,9 @@ def split_origins(allow: str) -> list[str]:
     return [o for o in allow.replace(",", " ").split() if o]
 
 
-def backend_command(port: int, origins: list[str], session_lifetime_ms: int, check_sessions_ms: int) -> list[str]:
-    cmd = [sys.executable, "-m", "panel", "serve", "app.py", "--port", str(port), "--address", "127.0.0.1",
+def backend_command(port: int, origins: list[str], session_lifetime_ms: int, check_sessions_ms: int,
+                    address: str = "127.0.0.1") -> list[str]:
+    cmd = [sys.executable, "-m", "panel", "serve", "app.py", "--port", str(port), "--address", address,
            "--num-procs", "1", "--static-dirs", "assets=./assets", "--use-xheaders",
            "--unused-session-lifetime", str(session_lifetime_ms),
            "--check-unused-sessions", str(check_sessions_ms)]
@@ -231,19 +233,20 @@ class ClassServer:
         self.started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
     # -- start ---------------------------------------------------------------------------------
-    def check(self) -> str:
+    def check(self) -> str | None:
         """The nginx binary; exits with a message on anything that would stop the start."""
         a = self.args
         nginx = a.nginx or find_nginx()
-        if not nginx:
+        if not nginx and not a.backends_only:
             sys.exit("class server: nginx is not installed. `make class` installs it as root; "
                      "otherwise: sudo apt-get install -y nginx")
         if not (self.app_root / "app.py").is_file():
             sys.exit(f"class server: no app.py in {self.app_root}")
-        busy = [p for p in self.ports if not port_free(p)]
+        backend_host = a.backend_address if a.backend_address not in ("", "::") else "0.0.0.0"
+        busy = [p for p in self.ports if not port_free(p, backend_host)]
         if busy:
             sys.exit(f"class server: backend port(s) {busy} in use; choose another --base-port")
-        if not port_free(a.port, a.address if a.address not in ("", "::") else "0.0.0.0"):
+        if not a.backends_only and not port_free(a.port, a.address if a.address not in ("", "::") else "0.0.0.0"):
             sys.exit(f"class server: port {a.port} on {a.address} is in use (another class server? "
                      f"see {self.state_file})")
         if a.port in self.ports:
@@ -258,13 +261,21 @@ class ClassServer:
         env.setdefault("OMP_NUM_THREADS", "1")  # one core per backend: no OpenMP thread pools
         env["PYTHONUNBUFFERED"] = "1"
         for i, port in enumerate(self.ports):
-            cmd = backend_command(port, self.origins, a.session_lifetime_ms, a.check_sessions_ms)
+            cmd = backend_command(port, self.origins, a.session_lifetime_ms, a.check_sessions_ms, a.backend_address)
             self.backends.append(Backend(i, port, cmd, self.run_dir, self.app_root, env))
         for b in self.backends:
             b.start()
+        if a.backends_only:
+            self.write_state()
+            self.wait_until_up()
+            if a.warm:
+                self.warm_up()
+            self.ready = True
+            self.write_state()
+            return
 
         main, proxy = nginx_config(self.run_dir, a.address or "0.0.0.0", a.port, self.ports, self.app_root,
-                                   fail_timeout_s=a.fail_timeout)
+                                   fail_timeout_s=a.fail_timeout, upstreams=a.upstream)
         conf = self.run_dir / "nginx.conf"
         conf.write_text(main)
         (self.run_dir / "proxy.conf").write_text(proxy)
@@ -282,15 +293,20 @@ class ClassServer:
         self.ready = True
         self.write_state()
 
+    def backend_host(self) -> str:
+        """Where this machine reaches its own backends."""
+        a = self.args.backend_address
+        return "127.0.0.1" if a in ("0.0.0.0", "", "localhost") else a
+
     def wait_until_up(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
-        pending = set(self.ports) | {self.args.port}
+        pending = set(self.ports) | (set() if self.args.backends_only else {self.args.port})
         while pending:
             if self.stopping:
                 return
             self.check_children(restart=False)
             connect_host = "127.0.0.1" if self.args.address in ("0.0.0.0", "", "localhost") else self.args.address
-            pending = {p for p in pending if not port_open(p, connect_host if p == self.args.port else "127.0.0.1")}
+            pending = {p for p in pending if not port_open(p, connect_host if p == self.args.port else self.backend_host())}
             if pending and time.monotonic() > deadline:
                 raise RuntimeError(f"ports {sorted(pending)} not listening after {START_TIMEOUT_S} s")
             time.sleep(0.3)
@@ -302,7 +318,7 @@ class ClassServer:
 
         def get(b: Backend) -> None:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{b.port}/app", timeout=START_TIMEOUT_S) as r:
+                with urllib.request.urlopen(f"http://{self.backend_host()}:{b.port}/app", timeout=START_TIMEOUT_S) as r:
                     r.read()
             except (OSError, urllib.error.URLError) as e:
                 errors.append(f"backend {b.index} (port {b.port}): {e}; see {b.log_path}")
@@ -359,6 +375,17 @@ class ClassServer:
     def serve_forever(self) -> None:
         a = self.args
         first, last = self.ports[0], self.ports[-1]
+        if a.backends_only:
+            print(f"kvviz class backends: {len(self.backends)} `panel serve app.py` on {a.backend_address}:{first}"
+                  f"{f'-{last}' if last != first else ''}; in the front machine's nginx.conf upstream, add:", flush=True)
+            for host in (lan_addresses() if a.backend_address in ("0.0.0.0", "") else [a.backend_address]):
+                for p in self.ports:
+                    print(f"    server {host}:{p} max_fails=1 fail_timeout={a.fail_timeout}s;", flush=True)
+            print(f"Logs: {self.run_dir}. Ctrl-C stops everything.", flush=True)
+            while not self.stopping:
+                self.check_children()
+                time.sleep(0.5)
+            return
         print(f"kvviz class server: {len(self.backends)} backend(s) `panel serve app.py` on 127.0.0.1:{first}"
               f"{f'-{last}' if last != first else ''}, nginx on {listen_spec(a.address or '0.0.0.0', a.port)}",
               flush=True)
@@ -408,6 +435,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help=f"`panel serve --check-unused-sessions` (default {DEFAULT_CHECK_SESSIONS_MS})")
     p.add_argument("--fail-timeout", type=int, default=10, metavar="S",
                    help="nginx leaves a backend that refused a connection out for S seconds (default 10)")
+    p.add_argument("--upstream", action="append", default=[], metavar="HOST:PORT",
+                   help="a backend on another machine (run there with --backends-only) for nginx here (repeatable)")
+    p.add_argument("--backend-address", default="127.0.0.1",
+                   help="where the backends listen (default 127.0.0.1; another machine's nginx needs e.g. 0.0.0.0)")
+    p.add_argument("--backends-only", action="store_true",
+                   help="run only the backends, for the upstream of nginx on another machine (prints its server lines)")
     p.add_argument("--root", default=str(ROOT), help="the directory holding app.py and assets/ (default: this checkout)")
     p.add_argument("--nginx", help="the nginx binary (default: nginx on PATH, or /usr/sbin/nginx)")
     p.add_argument("--no-warm", dest="warm", action="store_false",
