@@ -5,24 +5,29 @@
                               fragmentation, radix, explain
     /app?node=radix&sharing=1 any node state in the URL (see kvviz/urlstate.py and kvviz/nodes/<node>/url.py)
 
-Styles come from assets/kvviz.css, injected with `raw_css` so they also reach inside the
-components' shadow roots; no static route is needed (assets/embed.html can be opened from disk
-or served with `--static-dirs assets=./assets`).
+Styles come from assets/kvviz.css, served as a file (`--static-dirs assets=./assets`, which every
+launcher here passes) and linked into every component's shadow root by URL: the browser fetches
+it once, where inlining it (`raw_css`) copied it into each of ~145 models of every page.
 """
 
 import contextlib
 
 import panel as pn
 import torch
+from bokeh.settings import settings
 
-from kvviz.lesson import Lesson, stylesheet, work_offline
+from kvviz.lesson import STYLESHEET_URL, Lesson, work_offline
 
 # The engine runs one tiny model step per action: one thread is far faster than contending
 # for a few shared cores.
 torch.set_num_threads(1)
 
+# Bokeh checks every new document's models for mistakes (10% of a page's server time); the
+# pages are built by the same code each time and the tests run with the checks on.
+settings.perform_document_validation.set_value(False)
 work_offline()
-pn.extension(raw_css=[stylesheet()], throttled=True, notifications=False)
+pn.extension(throttled=True, notifications=False)
+pn.config.css_files = [STYLESHEET_URL]
 
 lesson = Lesson(pn.state.session_args)
 doc = pn.state.curdoc

@@ -36,7 +36,8 @@ class Server:
         port = free_port()
         cmd = [sys.executable, "-m", "panel", "serve", "app.py", "--port", str(port),
                "--address", "127.0.0.1", "--allow-websocket-origin", f"localhost:{port}",
-               "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1"]
+               "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1",
+               "--static-dirs", "assets=./assets"]
         self.log = tempfile.NamedTemporaryFile("w+", prefix="kvviz-serve-", suffix=".log", delete=False)  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
         self.url = f"http://localhost:{port}/app"

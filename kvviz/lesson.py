@@ -5,6 +5,7 @@ Every node comes from the registry (kvviz/nodes/__init__.py).
 
 from __future__ import annotations
 
+import hashlib
 import html
 from pathlib import Path
 
@@ -13,10 +14,14 @@ import panel as pn
 from kvviz import page_text, urlstate
 from kvviz.nodes import BY_KEY, LIVE, NODES
 from kvviz.web.keyboard import Keyboard
+from kvviz.web.lazy import LazySlot
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.nav import Nav, items_html
 
 CSS_PATH = Path(__file__).resolve().parent.parent / "assets" / "kvviz.css"
+# The stylesheet's URL, relative to the page (/app), served by `--static-dirs assets=./assets`;
+# its version query changes with its content, so a browser never keeps an old copy.
+STYLESHEET_URL = f"assets/kvviz.css?v={hashlib.sha256(CSS_PATH.read_bytes()).hexdigest()[:12]}"
 LIVE_NODES = tuple(n.key for n in LIVE)
 NAV_HTML = items_html([(n.key, n.number, n.title) for n in NODES])
 SYSTEM_FONTS = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
@@ -39,6 +44,7 @@ class Lesson:
         self.active = self.url.node if self.url.node in LIVE_NODES else LIVE_NODES[0]
         self.keyboard = Keyboard(self.on_key, height=0, width=0, margin=0)
         self._views: dict[str, pn.viewable.Viewer] = {}
+        self._slots: dict[str, LazySlot] = {}
 
     # -- interaction ---------------------------------------------------------------------
     def touch(self, key: str) -> None:
@@ -62,6 +68,14 @@ class Lesson:
             self._views[key] = BY_KEY[key].new_view(self.states[key], on_interact=self.touch)
         return self._views[key]
 
+    def slot(self, key: str) -> LazySlot:
+        """Node `key`'s place in the full page: built when the student scrolls near it."""
+        if key not in self._slots:
+            n = BY_KEY[key]
+            self._slots[key] = LazySlot(key=key, build=lambda: self.view(key),
+                                        placeholder=f"{n.number} · {n.title}: loading the live engine…")
+        return self._slots[key]
+
     def _notice_pane(self) -> pn.pane.HTML:
         return LiveHTML(link_notice_html(self.link_notices), sizing_mode="stretch_width")
 
@@ -79,7 +93,8 @@ class Lesson:
             Nav(items_html=NAV_HTML, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )
-        main = [intro] + [self.view(n.key) for n in NODES]
+        # The first node is built with the page; the others when the student gets near them.
+        main = [intro, self.view(NODES[0].key)] + [self.slot(n.key) for n in NODES[1:]]
         main.append(pn.Column(pn.pane.Markdown(page_text.FOOTER, css_classes=["kv-footer"]), self.keyboard,
                               sizing_mode="stretch_width"))
         template = pn.template.FastListTemplate(
@@ -108,10 +123,6 @@ class Lesson:
                 location.search = q
 
         urlstate.watch(self.states, write)
-
-
-def stylesheet() -> str:
-    return CSS_PATH.read_text(encoding="utf-8")
 
 
 # The template's own (light-DOM) elements, which component stylesheets cannot reach: on a phone

@@ -79,6 +79,12 @@ def serve_all():
     return serve
 
 
+@pytest.fixture
+def hostile() -> str:
+    """Text that would run script if anything rendered it as HTML (HOSTILE)."""
+    return HOSTILE
+
+
 # -- the lesson's node states (tests/test_kvviz_*.py) ----------------------------------------
 @pytest.fixture
 def frag():

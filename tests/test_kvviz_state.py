@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from conftest import HOSTILE
 from kvviz_support import play_until_idle
 
 from kvviz import formatting as fmt
@@ -26,9 +25,9 @@ def test_percent_rounds_halves_up():
     assert fmt.percent(0.5) == 50
 
 
-def test_printable_makes_control_bytes_visible_and_keeps_markup_literal():
+def test_printable_makes_control_bytes_visible_and_keeps_markup_literal(hostile):
     assert fmt.printable("a\x00b\nc\ufffd") == "a·b⏎c·"
-    assert fmt.printable(HOSTILE) == HOSTILE
+    assert fmt.printable(hostile) == hostile
 
 
 def test_block_ranges_compresses_runs():
@@ -172,10 +171,10 @@ def test_add_while_playing_joins_the_running_batch_without_an_extra_step(paging)
     assert [r.status for r in paging.paged.requests[-2:]] == ["running", "running"]
 
 
-def test_hostile_prompt_is_stored_verbatim(paging):
-    assert paging.add_request(HOSTILE)
-    assert paging.paged.requests[-1].prompt == HOSTILE
-    assert paging.added[-1] == HOSTILE
+def test_hostile_prompt_is_stored_verbatim(paging, hostile):
+    assert paging.add_request(hostile)
+    assert paging.paged.requests[-1].prompt == hostile
+    assert paging.added[-1] == hostile
 
 
 def test_empty_and_too_long_prompts_get_a_message_and_change_nothing(paging):
@@ -204,12 +203,12 @@ def test_radix_sharing_off_then_on(radix):
     assert m.prefix_hit_tokens > 0
 
 
-def test_ask_appends_the_question_to_the_system_prompt(radix):
-    assert radix.add_request(HOSTILE, settle=True)
+def test_ask_appends_the_question_to_the_system_prompt(radix, hostile):
+    assert radix.add_request(hostile, settle=True)
     last = radix.snapshot.requests[-1]
-    assert last.prompt == RadixScenario.request_for(HOSTILE)[0]
-    assert RadixScenario.question_of(last.prompt) == HOSTILE
-    assert radix.ops == [("ask", HOSTILE)]
+    assert last.prompt == RadixScenario.request_for(hostile)[0]
+    assert RadixScenario.question_of(last.prompt) == hostile
+    assert radix.ops == [("ask", hostile)]
 
 
 def test_release_oldest_leaves_cached_idle_blocks_when_sharing(radix):

@@ -4,7 +4,6 @@ malformed, and links that restore exactly the state they were copied from."""
 from __future__ import annotations
 
 import pytest
-from conftest import HOSTILE
 from kvviz_support import play_until_idle
 
 from kvviz import formatting as fmt
@@ -57,10 +56,10 @@ def test_whole_number_reads_only_short_ascii_numbers():
     assert [fmt.whole_number(t) for t in ("", "-", "²", "1.5", " 4", "9" * 7)] == [None] * 6
 
 
-def test_url_round_trip_reproduces_the_state(frag, paging, radix):
+def test_url_round_trip_reproduces_the_state(frag, paging, radix, hostile):
     frag.reserve = 5
     frag.free_r2()
-    paging.add_request(HOSTILE)
+    paging.add_request(hostile)
     play_until_idle(paging)
     radix.sharing = True
     radix.release_oldest()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import panel as pn
 from bokeh.models import HoverTool
-from conftest import HOSTILE
 
 from kvviz.figures.block_strip import DIAGONALS, HATCH_LINES, BlockStrip, strip_data
 from kvviz.figures.metric_card import card_html
@@ -62,11 +61,11 @@ def test_strip_updates_in_place():
     assert "R2" not in source.data["label"]
 
 
-def test_request_list_escapes_prompts():
+def test_request_list_escapes_prompts(hostile):
     p = PagingState()
-    p.add_request(HOSTILE)
+    p.add_request(hostile)
     out = requests_html(p.paged, "paging", "paged")
-    assert HOSTILE not in out
+    assert hostile not in out
     assert "&lt;img src=x onerror=alert(1)&gt;" in out
 
 
@@ -84,11 +83,11 @@ def test_radix_tree_layout_puts_the_trunk_between_root_and_branches():
     assert sorted(set(nodes["x"])) == [0.0, 1.0, 2.0]
 
 
-def test_link_notices_are_escaped():
-    lesson = Lesson({"node": [HOSTILE.encode()]})
+def test_link_notices_are_escaped(hostile):
+    lesson = Lesson({"node": [hostile.encode()]})
     assert lesson.url.node is None
     out = link_notice_html(lesson.link_notices)
-    assert HOSTILE not in out and "&lt;img" in out
+    assert hostile not in out and "&lt;img" in out
 
 
 def test_keyboard_acts_on_the_node_in_view_else_the_last_touched():
@@ -217,3 +216,18 @@ def test_speed_menu_changes_the_pace_of_play_even_while_playing():
     assert transport.player._callback.period == transport.player.period_ms == 800
     state.playing = False
     assert transport.player._callback is None
+
+
+def test_full_page_builds_only_the_first_node_until_the_browser_reports_the_others_near():
+    lesson = Lesson({})
+    lesson.full_page()
+    assert set(lesson._views) == {"fragmentation"}
+    slot = lesson.slot("radix")
+    assert not slot.built and "kv-node-radix" in slot._layout.css_classes
+    slot.sensor.near = True  # what the browser's IntersectionObserver sets
+    assert slot.built and "radix" in lesson._views
+    view = lesson._views["radix"]
+    slot.sensor.near = False
+    slot.sensor.near = True  # built once, kept
+    assert lesson._views["radix"] is view and slot._layout.objects[-1] is view.__panel__()
+    assert "kv-slot-empty" not in slot._layout.css_classes

@@ -25,7 +25,19 @@ export function render({ model }) {
     if (!link) return;
     event.preventDefault();
     const hit = sections(document, 0, []).find(([key]) => key === link.dataset.node);
-    if (hit) hit[1].scrollIntoView({ behavior: "smooth", block: "start" });
+    if (!hit) return;
+    hit[1].scrollIntoView({ behavior: "smooth", block: "start" });
+    // Sections passed on the way are built as they come near (kvviz/web/lazy.py) and grow,
+    // moving the target down: settle on it again until it stays put, unless the student
+    // scrolls meanwhile.
+    let stop = false;
+    const cancel = () => { stop = true; };
+    for (const type of ["wheel", "touchstart", "keydown"]) window.addEventListener(type, cancel, { once: true, passive: true });
+    for (const ms of [700, 1400, 2200, 3200]) {
+      setTimeout(() => {
+        if (!stop && Math.abs(hit[1].getBoundingClientRect().top) > 4) hit[1].scrollIntoView({ block: "start" });
+      }, ms);
+    }
   });
   return nav;
 }

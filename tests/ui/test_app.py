@@ -26,20 +26,38 @@ def test_full_page_loads_with_the_default_figures_and_no_errors(page, lesson_url
     expect(metric(page, "IN USE")).to_have_text("12 / 32 · 38%")
     expect(metric(page, "RESERVED · EMPTY")).to_have_text("12 blk")
     expect(metric(page, "LARGEST GAP")).to_have_text("8 / 8 free")
-    expect(metric(page, "NAIVE REJECTS")).to_have_text("0")
-    expect(metric(page, "CONTIGUOUS")).to_have_text(re.compile(r"^\d+% full$"))
+    expect(page.get_by_text("Managing the KV cache").first).to_be_visible()
+    expect(page.locator(".kv-badge").first).to_have_text(re.compile(r"engine: \w+ · (CPU|CUDA)"))
+    # Nodes far below are built only when the student gets near them (kvviz/web/lazy.py).
+    expect(page.locator(".kv-node-explain .kv-slot-waiting")).to_have_count(1)
+    expect(page.locator('.kv-metric[data-node="radix"]')).to_have_count(0)
+    page.locator('.kv-nav-row a[data-node="radix"]').click()
     expect(metric(page, "BLOCKS STORED")).to_have_text("36 blk")
     expect(metric(page, "vs NO SHARING")).to_have_text("36 blk")
     expect(metric(page, "SAVED")).to_have_text("0%")
-    expect(page.get_by_text("Managing the KV cache").first).to_be_visible()
-    expect(page.locator(".kv-badge").first).to_have_text(re.compile(r"engine: \w+ · (CPU|CUDA)"))
+    expect(metric(page, "NAIVE REJECTS")).to_have_text("0")  # (node 02 was passed on the way)
+    expect(metric(page, "CONTIGUOUS")).to_have_text(re.compile(r"^\d+% full$"))
+    # The navigation settles on its target although the nodes passed on the way grew.
+    page.wait_for_timeout(3500)
+    top = page.locator(".kv-node-radix").first.evaluate("el => el.getBoundingClientRect().top")
+    assert abs(top) < 80, top
     page.wait_for_timeout(500)
     assert "Traceback" not in page.content()
     assert page.kv_errors == []
     if shot := os.environ.get("KVVIZ_SCREENSHOT"):  # e.g. the README's picture
+        page.evaluate("window.scrollTo(0, 0)")
         page.set_viewport_size({"width": 1400, "height": 2000})
         page.wait_for_timeout(800)
         page.screenshot(path=shot)
+
+
+def test_a_node_scrolled_to_is_built_and_restored_from_the_link(page, lesson_url):
+    page.goto(f"{lesson_url}?sharing=1")
+    expect(metric(page, "IN USE")).to_have_text("12 / 32 · 38%")
+    page.locator(".kv-node-radix").first.scroll_into_view_if_needed()
+    expect(metric(page, "SAVED", "radix")).to_have_text("50%")
+    expect(metric(page, "BLOCKS STORED", "radix")).to_have_text("18 blk")
+    assert page.kv_errors == []
 
 
 def test_free_r2_strands_its_blocks_in_a_gap(page, lesson_url):
