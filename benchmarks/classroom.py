@@ -47,6 +47,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import datetime
+import gzip
 import ipaddress
 import json
 import math
@@ -120,13 +121,14 @@ def steps_per_10s(observations: list[tuple]) -> tuple[float, float]:
 # -- HTTP, from a chosen source address ---------------------------------------------------------------
 async def http_get(host: str, port: int, path: str, source: str, timeout: float = HTTP_TIMEOUT_S,
                    ) -> tuple[int, dict[str, str], bytes]:
-    """(status, headers, body) of a GET over HTTP/1.0 (no chunked encoding, no compression),
-    sent from `source`."""
+    """(status, headers, body) of a GET over HTTP/1.0 (no chunked encoding), sent from `source`,
+    accepting gzip as a browser does (the body returned is decompressed; `wire_bytes` in the
+    headers is what came over the socket)."""
     async def go():
         reader, writer = await asyncio.open_connection(host, port, local_addr=(source, 0))
         try:
             writer.write(f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nUser-Agent: kvviz-classroom\r\n"
-                         f"Accept: */*\r\n\r\n".encode())
+                         f"Accept: */*\r\nAccept-Encoding: gzip\r\n\r\n".encode())
             await writer.drain()
             raw = await reader.read()
         finally:
@@ -137,6 +139,9 @@ async def http_get(host: str, port: int, path: str, source: str, timeout: float 
         lines = head.decode("latin-1").split("\r\n")
         status = int(lines[0].split()[1])
         headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+        headers["wire_bytes"] = str(len(body))
+        if headers.get("content-encoding") == "gzip":
+            body = gzip.decompress(body)
         return status, headers, body
     return await asyncio.wait_for(go(), timeout)
 
@@ -225,8 +230,8 @@ class Student:
 
                 async def fetch(p):
                     async with sem:
-                        st, _h, b = await http_get(self.host, self.port, p, self.source)
-                        return st, len(b)
+                        st, h, _b = await http_get(self.host, self.port, p, self.source)
+                        return st, int(h["wire_bytes"])
 
                 got = await asyncio.gather(*(fetch(p) for p in paths))
                 info["static_files"], info["static_bytes"] = len(got), sum(n for _s, n in got)
@@ -238,6 +243,7 @@ class Student:
                 max_size=None, max_queue=4096, ping_interval=None, open_timeout=OPEN_TIMEOUT_S, close_timeout=2,
                 user_agent_header="kvviz-classroom", local_addr=(self.source, 0))
             info["ws_backend"] = answered_by(self.ws.response.headers.get("X-Kvviz-Backend"))
+            info["get_to_ws_s"] = time.perf_counter() - t0 - info["get_s"]  # the session waits this long
             assembler = bp.Assembler()
             ack = await self._next_message(assembler)
             if ack.msgtype != "ACK":
@@ -740,6 +746,7 @@ def collect(args, students, cycle_info, cycles_wall, meter, access, logs, state,
             "ready_s": summary([i["ready_s"] for i in ok]),
             "get_s": summary([i["get_s"] for i in ok]),
             "ack_after_static_s": summary([i["ack_s"] for i in ok]),
+            "get_to_websocket_s": summary([i["get_to_ws_s"] for i in ok]),
             "failed": len(failed), "errors": sorted({i["error"] for i in failed})[:10],
             "with_cards": sum(1 for i in ok if i.get("cards", 0) > 0),
             "doc_bytes": summary([i["doc_bytes"] for i in ok], 0),
@@ -833,6 +840,8 @@ def report(r: dict) -> str:
         ("students (pages ready / failed)", f"{o['with_cards']} / {o['failed']} of {r['config']['students']}"),
         ("time to a ready page, p50 / p95 / max", fmt(o["ready_s"], unit=" s")),
         ("  GET /app alone, p50 / p95 / max", fmt(o["get_s"], unit=" s")),
+        ("  GET answered → websocket open (the session waits), p50 / p95 / max",
+         fmt(o["get_to_websocket_s"], unit=" s")),
         ("click → changed text (protocol), p50 / p95 / max", fmt(a["latency_ms"], unit=" ms", digits=0)),
         ("  actions timed / on a playing node / unchanged / skipped",
          f"{a['latency_ms']['n']} / {a['while_playing']} / {a['unchanged']} / {a['skipped']}"),

@@ -47,11 +47,12 @@ NGINX_TEMPLATE = HERE / "nginx.conf.template"
 PROXY_TEMPLATE = HERE / "proxy.conf.template"
 DEFAULT_PORT = 5006
 DEFAULT_BASE_PORT = 5100
-# A session that no websocket has reached yet (or whose websocket closed) is discarded after this
-# long. It must cover a page's GET -> its websocket on a busy machine (the browser loads the page's
-# scripts in between): Bokeh's default of 15 s is not enough there. It is also how long a closed
-# tab's session (and its Play) lingers.
-DEFAULT_SESSION_LIFETIME_MS = 60_000
+# A session that no websocket has reached yet (or whose websocket has closed) is discarded after
+# this long, at the next check. Two needs pull apart: it must cover a page's GET -> its websocket
+# (the browser loads the page's scripts in between, from nginx here, not queued behind page builds;
+# a page discarded before its websocket comes is built again, not lost), and a closed tab's session
+# (with its Play) should be gone within 30 s (issue 10): 25 s + a check every 2 s.
+DEFAULT_SESSION_LIFETIME_MS = 25_000
 DEFAULT_CHECK_SESSIONS_MS = 2_000  # how often each backend looks for sessions to discard
 START_TIMEOUT_S = 180
 RESTART_DELAYS_S = (1, 2, 5, 10, 30)  # a backend that keeps dying is restarted less often
