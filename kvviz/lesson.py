@@ -72,8 +72,10 @@ class Lesson:
         """Node `key`'s place in the full page: built when the student scrolls near it."""
         if key not in self._slots:
             n = BY_KEY[key]
-            self._slots[key] = LazySlot(key=key, build=lambda: self.view(key),
-                                        placeholder=f"{n.number} · {n.title}: loading the live engine…")
+            slot = LazySlot(key=key, build=lambda: self.view(key),
+                            placeholder=f"{n.number} · {n.title}: loading the live engine…")
+            slot.param.watch(lambda e: self.view(key).set_visible(e.new) if slot.built else None, "in_view")
+            self._slots[key] = slot
         return self._slots[key]
 
     def _notice_pane(self) -> pn.pane.HTML:
@@ -94,7 +96,8 @@ class Lesson:
             sizing_mode="stretch_width",
         )
         # The first node is built with the page; the others when the student gets near them.
-        main = [intro, self.view(NODES[0].key)] + [self.slot(n.key) for n in NODES[1:]]
+        main = [intro] + [self.slot(n.key) for n in NODES]
+        self.slot(NODES[0].key).reveal()
         main.append(pn.Column(pn.pane.Markdown(page_text.FOOTER, css_classes=["kv-footer"]), self.keyboard,
                               sizing_mode="stretch_width"))
         template = pn.template.FastListTemplate(

@@ -183,7 +183,7 @@ def test_strip_update_sends_only_the_columns_that_changed():
     doc = Document()
     doc.add_root(strip.figure)
     sent = []
-    doc.on_change(lambda e: sent.append((e.model, sorted(getattr(e, "cols", None) or []))))
+    doc.on_change(lambda e: sent.append((e.model, sorted(getattr(e, "cols", None) or getattr(e, "patches", None) or []))))
     state.free_r2()
     cols = {c for model, cs in sent if model is strip.cells for c in cs}
     assert "label" in cols and not cols & {"x", "y", "x_n", "y_n", "block_id"}
@@ -231,3 +231,37 @@ def test_full_page_builds_only_the_first_node_until_the_browser_reports_the_othe
     slot.sensor.near = True  # built once, kept
     assert lesson._views["radix"] is view and slot._layout.objects[-1] is view.__panel__()
     assert "kv-slot-empty" not in slot._layout.css_classes
+
+
+def test_play_ticks_only_while_the_node_is_on_screen(monkeypatch, frag):
+    from kvviz.figures.transport import Player
+
+    started = []
+
+    class FakeCallback:
+        period = 0
+
+        def stop(self):
+            started.remove(self)
+
+    def add_periodic_callback(callback, period):
+        started.append(FakeCallback())
+        return started[-1]
+
+    monkeypatch.setattr(pn.state, "add_periodic_callback", add_periodic_callback)
+    player = Player(frag)
+    frag.playing = True
+    assert len(started) == 1
+    player.set_visible(False)  # scrolled away: the timer stops, the node still says playing
+    assert started == [] and frag.playing
+    player.set_visible(True)
+    assert len(started) == 1
+    frag.playing = False
+    assert started == []
+
+
+def test_class_pace_comes_from_the_environment_within_bounds():
+    from kvviz.figures.transport import class_pace
+
+    assert class_pace({}) == 250 and class_pace({"KVVIZ_PLAY_MS": "600"}) == 600
+    assert [class_pace({"KVVIZ_PLAY_MS": v}) for v in ("10", "99999", "²", "fast", "-5")] == [250] * 5

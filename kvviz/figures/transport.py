@@ -1,30 +1,51 @@
 """The transport under each live node (Rewind, Step back, Step, Play/Pause) and the play timer.
 
-Play steps the engine on a periodic callback; the callback stops at idle, on Pause, and when
-the browser session ends.
+Play steps the engine on a periodic callback; the callback stops at idle, on Pause, when the
+browser session ends, and while the node is off screen (it resumes when the node is back in
+view: `Player.set_visible`). Each tick reaches the browser as one message: the step and every
+figure it redraws (kvviz/web/redraw.py, `flush`).
+
+The normal pace is the class's: `KVVIZ_PLAY_MS` (milliseconds per engine step, 50 to 2000;
+default 250), so a teacher can slow a whole room down; each student's Speed menu still offers
+slow, normal and fast.
 """
 
 from __future__ import annotations
 
 import html
+import os
 
 import panel as pn
 import param
 
 from kvviz.nodes.state_base import NodeState
+from kvviz.web import redraw
 from kvviz.web.a11y import AccessibleNames
 from kvviz.web.live_html import LiveHTML
 
-PLAY_PERIOD_MS = 250
-SPEEDS = {"Speed: slow": 800, "Speed: normal": PLAY_PERIOD_MS, "Speed: fast": 100}  # ms per engine step
+
+def class_pace(environ=os.environ) -> int:
+    """The normal milliseconds per Play step: KVVIZ_PLAY_MS if it is a whole number from 50 to
+    2000, else 250 (a bad value is ignored: the lesson must start)."""
+    text = environ.get("KVVIZ_PLAY_MS", "")
+    if text.isascii() and text.isdigit() and len(text) <= 4 and 50 <= int(text) <= 2000:
+        return int(text)
+    return 250
+
+
+PLAY_PERIOD_MS = class_pace()
+# ms per engine step: 800, 250 and 100 at the default pace
+SPEEDS = {"Speed: slow": round(3.2 * PLAY_PERIOD_MS), "Speed: normal": PLAY_PERIOD_MS,
+          "Speed: fast": round(0.4 * PLAY_PERIOD_MS)}
 
 
 class Player:
-    """Runs `state.tick` every `period_ms` while `state.playing` is True."""
+    """Runs `state.tick` every `period_ms` while `state.playing` is True and the node is visible."""
 
     def __init__(self, state, period_ms: int = PLAY_PERIOD_MS):
         self.state, self.period_ms, self._callback = state, period_ms, None
-        state.param.watch(self._on_playing, "playing")
+        self.visible = True
+        state.param.watch(lambda _e: self._update(), "playing")
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
             pn.state.on_session_destroyed(lambda _ctx: self.stop())
 
@@ -34,11 +55,21 @@ class Player:
         if self._callback is not None:
             self._callback.period = period_ms
 
-    def _on_playing(self, event) -> None:
-        if event.new and self._callback is None:
-            self._callback = pn.state.add_periodic_callback(self.state.tick, period=self.period_ms)
-        elif not event.new:
+    def set_visible(self, visible: bool) -> None:
+        """Tick only while the node is on screen: nobody watches an animation scrolled away."""
+        self.visible = visible
+        self._update()
+
+    def _update(self) -> None:
+        if self.state.playing and self.visible and self._callback is None:
+            self._callback = pn.state.add_periodic_callback(self._tick, period=self.period_ms)
+        elif not (self.state.playing and self.visible):
             self.stop()
+
+    def _tick(self) -> None:
+        with pn.io.hold():
+            self.state.tick()
+            redraw.flush()
 
     def stop(self) -> None:
         if self._callback is not None:

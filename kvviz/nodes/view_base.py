@@ -62,7 +62,12 @@ class NodeView(pn.viewable.Viewer):
         return button
 
     def _transport(self) -> Transport:
-        return Transport(state=self.state, on_interact=self.on_interact)
+        self.transport = Transport(state=self.state, on_interact=self.on_interact)
+        return self.transport
+
+    def set_visible(self, visible: bool) -> None:
+        """Whether the node is on screen: Play animates only while it is."""
+        self.transport.player.set_visible(visible)
 
     def _cards(self, cards) -> pn.FlexBox:
         return card_row(self.state, cards)

@@ -1,39 +1,61 @@
-"""Figures and long lists redraw just after the numbers, in a second message to the browser.
+"""Figures and long lists redraw just after the numbers, all together, in one message.
 
 An action publishes its snapshots in one param update; the metric cards, the step counter and
 the notice update at once and reach the browser as one small message. The block strips, the
 radix tree, the page tables and the request lists are heavier to build in Python and to lay out
 in the browser (a figure whose height changes re-lays out the page), so they redraw on the
-session's next tick: the student sees the new numbers without waiting for the pictures, and a
-burst of changes before that tick (Reset, then a URL restore) redraws once, from the latest state.
+session's next tick: the student sees the new numbers without waiting for the pictures. Every
+redraw a session has pending runs in that one tick, inside one `hold`: one more message, not
+one per figure, and a burst of changes before it (Reset, then a URL restore) redraws once,
+from the latest state.
+
+Play does not need the numbers first: its tick calls `flush()` inside its own hold, so a step
+of a playing node reaches the browser as a single message.
 
 Outside a served session (tests, the benchmark's mirror, a notebook) a redraw runs at once.
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Callable
 
 import panel as pn
 
+# document -> the redraws it has pending, in the order they were asked for (dict as ordered set)
+_PENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
 
 class Redraw:
     """`Redraw(draw)` is a watcher: calling it (with any events) runs `draw()` now, or in a
-    served session once on the next tick, inside `pn.io.hold()` (one message)."""
+    served session once, with the session's other pending redraws, on the next tick."""
 
     def __init__(self, draw: Callable[[], None]):
         self._draw = draw
-        self._pending = False
 
     def __call__(self, *_events) -> None:
         doc = pn.state.curdoc
         if doc is None or doc.session_context is None:
             self._draw()
-        elif not self._pending:
-            self._pending = True
-            pn.state.execute(self._run, schedule=True)
+            return
+        with _LOCK:
+            pending = _PENDING.setdefault(doc, {})
+            first = not pending
+            pending[self] = None
+        if first:
+            pn.state.execute(lambda: flush(doc), schedule=True)
 
-    def _run(self) -> None:
-        self._pending = False
-        with pn.io.hold():
-            self._draw()
+
+def flush(doc=None) -> None:
+    """Run every redraw `doc` (default: the current document) has pending, in one message."""
+    doc = doc or pn.state.curdoc
+    if doc is None:
+        return
+    with _LOCK:
+        pending = list(_PENDING.pop(doc, {}))
+    if pending:
+        with pn.io.hold(doc):
+            for redraw in pending:
+                redraw._draw()

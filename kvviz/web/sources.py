@@ -1,8 +1,9 @@
 """Updating Bokeh sources in place: only what changed, and never a change of length mid-way.
 
-`assign` sends only the columns whose values changed (Bokeh sends a ColumnDataChangedEvent
-for just those columns), and nothing when nothing changed: a click re-sends a figure's
-unchanged positions, ids and hover texts otherwise.
+`assign` sends only what changed: nothing when nothing changed; the changed rows alone
+(`ColumnDataSource.patch`) when a few rows of a column changed, as when a Play step fills one
+more block; the whole column when most of it changed. A click re-sent a figure's unchanged
+positions, ids and hover texts otherwise.
 
 Bokeh's text glyphs lay their labels out asynchronously; when a source's length changes, the
 renderer's several updates can interleave and a label is styled from an array of the old
@@ -50,8 +51,39 @@ def assign(source, data: dict[str, list]) -> None:
         source.data = data  # new columns or a new length: replace everything at once
         return
     changed = {k: v for k, v in data.items() if not _same(old[k], v)}
-    if changed:
-        source.data.update(changed)
+    patches, whole = {}, {}
+    for k, v in changed.items():
+        rows = _changed_rows(old[k], v)
+        if rows is not None and len(rows) <= len(v) // PATCH_SHARE:
+            patches[k] = [(i, _plain(v[i])) for i in rows]
+        else:
+            whole[k] = v
+    if whole:
+        source.data.update(whole)
+    if patches:
+        source.patch(patches)  # (ColumnDataSource.patch: only the changed rows travel)
+
+
+PATCH_SHARE = 4  # patch a column when at most a quarter of its rows changed, else send it whole
+
+
+def _changed_rows(a, b) -> list[int] | None:
+    """The rows where `b` differs from `a` (NaN equals NaN), or None when the two cannot be
+    patched one into the other (different lengths or kinds of values)."""
+    if isinstance(a, np.ndarray) != isinstance(b, np.ndarray) or len(a) != len(b):
+        return None
+    if isinstance(a, np.ndarray):
+        if a.dtype != b.dtype:
+            return None
+        differs = a != b
+        if a.dtype.kind == "f":
+            differs &= ~(np.isnan(a) & np.isnan(b))
+        return [int(i) for i in np.flatnonzero(differs)]
+    return [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _same(a, b) -> bool:

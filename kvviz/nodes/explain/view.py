@@ -72,5 +72,8 @@ class ExplainView(pn.viewable.Viewer):
             sizing_mode="stretch_width", css_classes=["kv-node", "kv-node-explain"],
         )
 
+    def set_visible(self, visible: bool) -> None:
+        """(Nothing animates here.)"""
+
     def __panel__(self):
         return self._layout

@@ -1,0 +1,47 @@
+"""Updating Bokeh sources (kvviz/web/sources.py): only the changed rows travel."""
+
+from __future__ import annotations
+
+import numpy as np
+from bokeh.document import Document
+from bokeh.document.events import ColumnDataChangedEvent, ColumnsPatchedEvent
+from bokeh.models import ColumnDataSource
+
+from kvviz.web.sources import assign
+
+
+def events_of(source, data) -> list:
+    doc = Document()
+    doc.add_root(source)
+    seen = []
+    doc.on_change(lambda event: seen.append(event))
+    assign(source, data)
+    return seen
+
+
+def test_a_few_changed_rows_are_sent_as_a_patch_of_those_rows():
+    source = ColumnDataSource({"fill": ["a"] * 8, "x": np.arange(8.0)})
+    new_x = np.arange(8.0)
+    new_x[3] = 30.0
+    (event,) = events_of(source, {"fill": ["a"] * 7 + ["b"], "x": new_x})
+    assert isinstance(event, ColumnsPatchedEvent)
+    assert event.patches == {"fill": [(7, "b")], "x": [(3, 30.0)]}
+    assert list(source.data["fill"]) == ["a"] * 7 + ["b"] and source.data["x"][3] == 30.0
+
+
+def test_nan_equals_nan_and_nothing_changed_sends_nothing():
+    x = np.array([1.0, np.nan, 3.0])
+    source = ColumnDataSource({"x": x.copy()})
+    assert events_of(source, {"x": x.copy()}) == []
+
+
+def test_a_mostly_changed_column_or_a_new_dtype_is_sent_whole():
+    source = ColumnDataSource({"x": np.arange(8, dtype=np.int32), "y": np.zeros(8)})
+    (event,) = events_of(source, {"x": np.arange(8, dtype=np.int32), "y": np.ones(8)})
+    assert isinstance(event, ColumnDataChangedEvent) and event.cols == ["y"]
+    source = ColumnDataSource({"x": np.arange(8, dtype=np.int32)})
+    changed = np.arange(8, dtype=np.float64)
+    changed[0] = 0.5
+    (event,) = events_of(source, {"x": changed})
+    assert isinstance(event, ColumnDataChangedEvent)  # (a patch would cast 0.5 into an int column)
+    assert source.data["x"][0] == 0.5
