@@ -74,14 +74,15 @@ class StartedServer:
         return self.log_path.read_text(errors="replace")[-num_chars:] if self.log_path else ""
 
     def __exit__(self, *_exc) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGINT)  # as Ctrl-C: it stops nginx and the backends
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)  # as Ctrl-C: it stops nginx and the backends
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.log_path is not None:
+            self.log_path.unlink(missing_ok=True)
 
 
 # -- /proc ----------------------------------------------------------------------------------------
