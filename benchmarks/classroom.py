@@ -514,6 +514,10 @@ ARM_JS = """
 """
 
 
+class _StillPlaying(Exception):
+    """The probe's node kept playing: its texts change on their own, the click is not timed."""
+
+
 def run_probes(url: str, count: int, open_at: list[float], act_from: float, act_until: float, every: float,
                t_start: float) -> dict:
     """`count` Chromium pages: open at t_start+open_at[i], act from act_from to act_until (perf_counter
@@ -522,7 +526,7 @@ def run_probes(url: str, count: int, open_at: list[float], act_from: float, act_
 
     from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: PLC0415
 
-    out = {"ready_s": [], "latency_ms": [], "by_action": {}, "errors": [], "unchanged": 0}
+    out = {"ready_s": [], "latency_ms": [], "by_action": {}, "errors": [], "unchanged": 0, "skipped_playing": 0}
     cycle = (("paging", "add"), ("radix", "sharing"), ("fragmentation", "reserve"))
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -553,6 +557,12 @@ def run_probes(url: str, count: int, open_at: list[float], act_from: float, act_
                     section = page.locator(f".kv-node-{node}")
                     section.first.scroll_into_view_if_needed(timeout=OPEN_TIMEOUT_S * 1000)
                     page.locator(f'.kv-metric[data-node="{node}"]').first.wait_for(timeout=OPEN_TIMEOUT_S * 1000)
+                    counter = page.locator(f'.kv-step[data-node="{node}"]').first
+                    deadline = time.perf_counter() + every
+                    while "playing" in (counter.text_content(timeout=5000) or "") and time.perf_counter() < deadline:
+                        page.wait_for_timeout(200)  # a play tick would change the texts too: wait it out
+                    if "playing" in (counter.text_content(timeout=5000) or ""):
+                        raise _StillPlaying
                     if page.evaluate(ARM_JS, node) == 0:
                         raise LookupError(f"no cards of node {node} in the page")
                     if what == "add":
@@ -569,6 +579,8 @@ def run_probes(url: str, count: int, open_at: list[float], act_from: float, act_
                     else:
                         out["latency_ms"].append(ms)
                         out["by_action"].setdefault(what, []).append(ms)
+                except _StillPlaying:
+                    out["skipped_playing"] += 1
                 except Exception as e:  # noqa: BLE001
                     out["errors"].append(f"probe {k % len(pages)} {what}: {type(e).__name__}: {e}"[:300])
                 k += 1
@@ -821,7 +833,8 @@ def summarize_probes(probes: dict | None) -> dict | None:
     return {"ready_s": summary(probes.get("ready_s", [])),
             "latency_ms": summary(probes.get("latency_ms", []), 1),
             "by_action": {k: summary(v, 1) for k, v in probes.get("by_action", {}).items()},
-            "unchanged": probes.get("unchanged", 0), "errors": probes.get("errors", [])[:10]}
+            "unchanged": probes.get("unchanged", 0), "skipped_playing": probes.get("skipped_playing", 0),
+            "errors": probes.get("errors", [])[:10]}
 
 
 # -- output -------------------------------------------------------------------------------------------
