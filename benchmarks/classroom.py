@@ -64,7 +64,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks import classroom_protocol as bp
-from benchmarks.classroom_server import AccessLog, BackendLogs, ServerMeter, StartedServer
+from benchmarks.classroom_server import (
+    AccessLog,
+    BackendLogs,
+    ServerMeter,
+    StartedServer,
+    cpu_seconds,
+    descendants,
+)
 
 DEFAULT_URL = "http://127.0.0.1:5006/app"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -514,6 +521,11 @@ ARM_JS = """
 """
 
 
+def browser_cpu_seconds() -> float:
+    """CPU seconds so far of every process under this one: Playwright's driver and Chromium."""
+    return sum(c for c in (cpu_seconds(p) for p in descendants(os.getpid())) if c is not None)
+
+
 class _StillPlaying(Exception):
     """The probe's node kept playing: its texts change on their own, the click is not timed."""
 
@@ -548,6 +560,7 @@ def run_probes(url: str, count: int, open_at: list[float], act_from: float, act_
             delay = act_from - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
+            cpu0, t_cpu0 = browser_cpu_seconds(), time.perf_counter()
             k = 0
             while pages and time.perf_counter() < act_until:
                 page = pages[k % len(pages)]
@@ -587,6 +600,7 @@ def run_probes(url: str, count: int, open_at: list[float], act_from: float, act_
                 delay = t_next - time.perf_counter()
                 if delay > 0:
                     page.wait_for_timeout(1000 * delay)
+            out["act_cpu_cores"] = (browser_cpu_seconds() - cpu0) / max(time.perf_counter() - t_cpu0, 1e-9)
             for page in pages:
                 page.context.close()
         finally:
@@ -834,6 +848,7 @@ def summarize_probes(probes: dict | None) -> dict | None:
             "latency_ms": summary(probes.get("latency_ms", []), 1),
             "by_action": {k: summary(v, 1) for k, v in probes.get("by_action", {}).items()},
             "unchanged": probes.get("unchanged", 0), "skipped_playing": probes.get("skipped_playing", 0),
+            "act_cpu_cores": round(probes["act_cpu_cores"], 2) if "act_cpu_cores" in probes else None,
             "errors": probes.get("errors", [])[:10]}
 
 
@@ -842,6 +857,15 @@ def fmt(s: dict | None, scale: float = 1.0, unit: str = "", digits: int = 2) -> 
     if not s or not s.get("n"):
         return "–"
     return " / ".join(f"{s[k] * scale:.{digits}f}" for k in ("p50", "p95", "max")) + unit
+
+
+def machine_split(cpu: dict, probes_cores: float | None) -> str:
+    """all / backends / students / probes / the rest, in cores busy (the probes' share is measured
+    over the probes' own acting window, which is about the same)."""
+    probes = probes_cores or 0.0
+    rest = max(0.0, cpu["other_cores_busy"] - probes)
+    return (f"{cpu['machine_cores_busy']:.2f} / {cpu['cores_busy']:.2f} / {cpu['students_cores_busy']:.2f} / "
+            f"{probes:.2f} / {rest:.2f}")
 
 
 def report(r: dict) -> str:
@@ -877,6 +901,9 @@ def report(r: dict) -> str:
          f"{mem['all_open']['pss_mb']:.0f} / {mem['after_cycles_settled']['pss_mb']:.0f} MB"),
         ("server CPU, cores busy: open / act / after leave / cycles",
          " / ".join(f"{srv['cpu'][k]['cores_busy']:.2f}" for k in ("open", "act", "after_leave", "cycles"))),
+        (f"machine ({srv['cpu']['act']['machine_cores']} cores) while acting, cores busy: all / backends / "
+         "students / Chromium probes / the rest (nginx, others)",
+         machine_split(srv["cpu"]["act"], (pb or {}).get("act_cpu_cores"))),
         ("backend CPU quiet after all left", f"{r['leave']['quiet_after_s']} s" if r["leave"]["quiet_after_s"] is not None
          else f"not within {r['leave']['waited_s']} s"),
         (f"{c['n']} open/close cycles: ready p50 / p95 / max, failed",

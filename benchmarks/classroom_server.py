@@ -142,6 +142,30 @@ def listening_pids(ports: set[int]) -> dict[int, int]:
     return found
 
 
+def machine_jiffies() -> tuple[int, int]:
+    """(busy, total) CPU time of the whole machine so far, in clock ticks, from /proc/stat."""
+    fields = [int(x) for x in (_read("/proc/stat") or "cpu 0 0 0 0").splitlines()[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under `pid` (children, their children, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            stat = _read(f"/proc/{d.name}/stat")
+            if stat:
+                ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+                children.setdefault(ppid, []).append(int(d.name))
+    out, stack = [], [pid]
+    while stack:
+        for c in children.get(stack.pop(), []):
+            out.append(c)
+            stack.append(c)
+    return out
+
+
 @dataclass
 class Backend:
     name: str  # "127.0.0.1:5100": as nginx's X-Kvviz-Backend names it
@@ -183,7 +207,10 @@ class ServerMeter:
 
     def sample(self, label: str) -> dict:
         self.refresh()
-        out = {"t": time.perf_counter(), "backends": {}}
+        busy, total = machine_jiffies()
+        out = {"t": time.perf_counter(), "backends": {}, "machine_busy_s": busy / CLK_TCK,
+               "machine_total_s": total / CLK_TCK,
+               "client_s": cpu_seconds(os.getpid()) or 0.0}  # this process: the students
         for b in self.backends:
             cpu = cpu_seconds(b.pid)
             if cpu is None:
@@ -202,8 +229,15 @@ class ServerMeter:
             if start and start["pid"] == end["pid"]:
                 per[name] = round(end["cpu_s"] - start["cpu_s"], 2)
         total = sum(per.values())
+        machine = sb["machine_busy_s"] - sa["machine_busy_s"]
+        client = sb["client_s"] - sa["client_s"]
         return {"wall_s": round(wall, 2), "cpu_s": per, "cpu_s_total": round(total, 2),
-                "cores_busy": round(total / wall, 2)}
+                "cores_busy": round(total / wall, 2),
+                # the whole machine, the students (this process), and the rest: Chromium probes,
+                # nginx, and whatever else runs on a shared machine
+                "machine_cores_busy": round(machine / wall, 2), "students_cores_busy": round(client / wall, 2),
+                "other_cores_busy": round(max(0.0, machine - total - client) / wall, 2),
+                "machine_cores": os.cpu_count()}
 
     def memory(self, label: str) -> dict:
         s = self.samples[label]["backends"]
@@ -277,7 +311,7 @@ class BackendLogs:
                 text = f.read()
             out["per_backend"][name] = {k: text.count(v) for k, v in LOG_PATTERNS.items()}
             for line in text.splitlines():
-                if ("ERROR" in line or "Exception" in line) and len(out["examples"]) < 5:
+                if any(k in line for k in ("ERROR", "xception", "Error")) and len(out["examples"]) < 8:
                     out["examples"].append(line[:300])
         totals = {k: sum(v[k] for v in out["per_backend"].values()) for k in LOG_PATTERNS}
         out["totals"] = totals
