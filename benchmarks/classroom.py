@@ -110,15 +110,15 @@ def summary(values: list[float], digits: int = 3) -> dict:
 
 def steps_per_10s(observations: list[tuple]) -> tuple[float, float]:
     """(steps per 10 s, seconds observed) while playing, from one node's step counter
-    observations (time, step, status[, in view]) in order: each pair of consecutive observations
-    that starts 'playing', with the node on the student's screen at both, adds its step and time
-    differences (a counter may skip numbers when updates are batched). A node off screen may be
-    allowed to stop animating: that time is not counted."""
+    observations (time, step, status[, glance]) in order: each pair of consecutive observations
+    that starts 'playing', within one glance of the student at the node (the same number, not
+    None: see Student.glance), adds its step and time differences (a counter may skip numbers
+    when updates are batched). A node off screen may stop animating: that time is not counted."""
     steps, seconds = 0, 0.0
     for a, b in zip(observations, observations[1:], strict=False):
         (t0, s0, st0), (t1, s1, st1) = a[:3], b[:3]
-        if len(a) > 3 and not (a[3] and b[3]):
-            continue
+        if len(a) > 3 and (a[3] is None or a[3] != b[3]):
+            continue  # off screen at either, or the student looked away in between
         if st0 == "playing" and st1 in ("playing", "idle", "paused") and s1 > s0:
             steps += s1 - s0
             seconds += t1 - t0
@@ -213,6 +213,7 @@ class Student:
         self.errors: list[str] = []
         self.open_info: dict = {}
         self.view = "fragmentation"  # the node on screen: the first, at load
+        self.glances = 0  # how many times the student has looked at another node
         self.reveals: list[dict] = []  # nodes built when first scrolled to: {node, seconds}
         self.grew: asyncio.Event | None = None  # set when a patch brings new models
         self.bytes_in = 0  # every message received after the document, on the wire
@@ -294,7 +295,7 @@ class Student:
             self.texts[mid] = self.doc.text(mid) or ""
             step = bp.parse_step(self.texts[mid])
             if step:
-                self.steps.setdefault(node, []).append((now, *step, self.view == node))
+                self.steps.setdefault(node, []).append((now, *step, self.glance(node)))
 
     async def _next_message(self, assembler: bp.Assembler) -> bp.Message:
         while True:
@@ -355,7 +356,7 @@ class Student:
             if kind == "kv-step":
                 step = bp.parse_step(text)
                 if step:
-                    self.steps.setdefault(node, []).append((now, *step, self.view == node))
+                    self.steps.setdefault(node, []).append((now, *step, self.glance(node)))
         if changed_nodes:
             for w in list(self.waiters):
                 node, _t0, fut = w
@@ -374,6 +375,7 @@ class Student:
                   for attr in ("in_view", "near")]
         events += [bp.model_changed(d, attr, True) for d in self.doc.view_sensors(node) for attr in ("near", "in_view")]
         self.view = node
+        self.glances += 1
         t0 = time.perf_counter()
         for ev in events:  # one message per change, as BokehJS sends them
             _id, frames = bp.patch_doc([ev])
@@ -388,6 +390,11 @@ class Student:
                 await asyncio.wait_for(self.grew.wait(), deadline - time.perf_counter())
         if self.doc.find(node, **widget):
             self.reveals.append({"node": node, "seconds": time.perf_counter() - t0})
+
+    def glance(self, node: str) -> int | None:
+        """Which look at `node` this is (a new number each time the student scrolls to it), or
+        None if it is off the student's screen now."""
+        return self.glances if self.view == node else None
 
     def node_status(self, node: str) -> str | None:
         obs = self.steps.get(node)

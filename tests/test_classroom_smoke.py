@@ -153,6 +153,11 @@ def test_play_pace_counts_steps_while_playing():
            (9.0, 10, "idle")]
     rate, seconds = classroom.steps_per_10s(obs)
     assert seconds == pytest.approx(2.5) and rate == pytest.approx(40.0)
+    # only within one look at the node: off screen (None), or across a look away, is not counted
+    seen = [(1.0, 0, "playing", 1), (2.0, 4, "playing", 1), (3.0, 5, "playing", None), (9.0, 6, "playing", 3),
+            (10.0, 10, "playing", 3)]
+    rate, seconds = classroom.steps_per_10s(seen)
+    assert seconds == pytest.approx(2.0) and rate == pytest.approx(40.0)
     assert classroom.percentile([4.0, 1.0, 3.0, 2.0], 50) == 2.5
 
 
