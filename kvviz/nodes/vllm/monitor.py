@@ -1,0 +1,224 @@
+"""One watcher of a vLLM server per process, shared by every session: one ZeroMQ subscription to
+its KV events and one scrape of its /metrics a second, however many students have node 04 open
+(40 students must not open 40 subscriptions). It starts when the first node 04 view is built
+(`shared().start()`), runs in one daemon thread, and publishes immutable `VllmSnapshot`s; a
+session reads the latest one on its own timer (`latest()`), so no session code ever runs on
+this thread.
+
+Gaps are repaired: the first batch seen, a jump in sequence numbers, or a restarted server
+(its `process_start_time_seconds` changed) makes the watcher ask vLLM's replay socket for the
+batches it missed (vLLM keeps the last 10,000). A server that stops answering is reported as
+disconnected, and picked up again, its cache rebuilt, when it comes back.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+import zmq
+
+from kvviz.nodes.vllm import server
+from kvviz.nodes.vllm.cache_tree import CacheTree, TreeView
+from kvviz.nodes.vllm.client import VllmMetrics, fetch_metrics, served_model
+from kvviz.nodes.vllm.wire import EventBatch, decode_frames
+
+SCRAPE_S = 1.0  # /metrics period
+HISTORY = 600  # samples kept for the plots: one per change of the metrics, at least every HEARTBEAT_S
+HEARTBEAT_S = 5.0
+REPLAY_TIMEOUT_MS = 2000
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    url: str = field(default_factory=lambda: os.environ.get("KVVIZ_VLLM_URL", server.DEFAULT_URL).rstrip("/"))
+    events: str = field(default_factory=lambda: os.environ.get("KVVIZ_VLLM_EVENTS", server.DEFAULT_EVENTS))
+    replay: str = field(default_factory=lambda: os.environ.get("KVVIZ_VLLM_REPLAY", server.DEFAULT_REPLAY))
+
+
+@dataclass(frozen=True)
+class Sample:
+    t: float  # seconds since the epoch
+    kv_usage: float
+    hit_rate: float
+    running: float
+    waiting: float
+    preemptions: float
+
+
+@dataclass(frozen=True)
+class VllmSnapshot:
+    """What the watcher knows at one moment (immutable)."""
+
+    version: int
+    status: str  # "waiting" (never answered yet), "connected", "disconnected"
+    endpoints: Endpoints
+    model: str | None
+    metrics: VllmMetrics | None
+    tree: TreeView
+    history: tuple[Sample, ...]
+    last_seq: int | None
+    since: float  # when the status last changed
+    restarts: int  # servers seen to restart (their cache started again empty)
+
+
+class Monitor:
+    def __init__(self, endpoints: Endpoints):
+        self.endpoints = endpoints
+        self._tree = CacheTree()
+        self._history: collections.deque[Sample] = collections.deque(maxlen=HISTORY)
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._status, self._since, self._restarts = "waiting", time.time(), 0
+        self._model: str | None = None
+        self._metrics: VllmMetrics | None = None
+        self._last_seq: int | None = None
+        self._start_time: float | None = None
+        self._version = 0
+        self._snapshot = self._build()
+
+    # -- for sessions -------------------------------------------------------------------------
+    def start(self) -> Monitor:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="kvviz-vllm-monitor", daemon=True)
+                self._thread.start()
+        return self
+
+    def latest(self) -> VllmSnapshot:
+        return self._snapshot
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def wait_for(self, predicate, timeout: float = 30.0) -> VllmSnapshot:
+        """Block until `predicate(snapshot)` holds (tests, benchmarks); TimeoutError otherwise."""
+        deadline = time.monotonic() + timeout
+        while not predicate(snap := self._snapshot):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"vLLM watcher: condition not met in {timeout} s (status {snap.status})")
+            time.sleep(0.05)
+        return snap
+
+    # -- the thread -----------------------------------------------------------------------------
+    def _run(self) -> None:
+        ctx = zmq.Context.instance()
+        sub = ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.connect(self.endpoints.events)
+        next_scrape = 0.0
+        try:
+            while not self._stop.is_set():
+                changed = False
+                if sub.poll(100):
+                    while sub.poll(0):
+                        changed |= self._on_frames(sub.recv_multipart())
+                if time.monotonic() >= next_scrape:
+                    next_scrape = time.monotonic() + SCRAPE_S
+                    changed |= self._scrape()
+                if changed:
+                    self._publish()
+        finally:
+            sub.close()
+
+    def _scrape(self) -> bool:
+        try:
+            m = fetch_metrics(self.endpoints.url)
+            start = m.start_time
+            if self._model is None or start != self._start_time:
+                self._model = served_model(self.endpoints.url)
+        except (OSError, ValueError, KeyError, IndexError):
+            if self._status == "connected":
+                self._status, self._since = "disconnected", time.time()
+                return True
+            return False
+        if self._start_time is not None and start != self._start_time:
+            self._restarts += 1
+            self._reset_cache()
+        fresh = self._status != "connected"
+        changed = fresh or m != self._metrics
+        self._start_time, self._metrics = start, m
+        if fresh:
+            self._status, self._since = "connected", time.time()
+            self._catch_up()
+        now = time.time()
+        if changed or not self._history or now - self._history[-1].t >= HEARTBEAT_S:
+            self._history.append(Sample(now, m.kv_usage, m.hit_rate, m.running, m.waiting, m.preemptions))
+            return True
+        return False
+
+    def _reset_cache(self) -> None:
+        self._tree.clear()
+        self._last_seq = None
+
+    def _on_frames(self, frames: list[bytes]) -> bool:
+        try:
+            batch = decode_frames(frames)
+        except ValueError:
+            return False  # (not a KV-event message: ignored)
+        if self._last_seq is not None and batch.seq <= self._last_seq:
+            self._reset_cache()  # numbering started again: a new server, an empty cache
+        if self._last_seq is None or batch.seq > self._last_seq + 1:
+            self._catch_up()  # the first batch, or batches were missed: ask for them
+        self._apply(batch)
+        return True
+
+    def _catch_up(self) -> None:
+        """Apply the batches after the last one applied, from vLLM's replay socket."""
+        start = 0 if self._last_seq is None else self._last_seq + 1
+        for batch in self._replay(start):
+            self._apply(batch)
+
+    def _replay(self, start: int) -> list[EventBatch]:
+        ctx = zmq.Context.instance()
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.RCVTIMEO, REPLAY_TIMEOUT_MS)
+        out: list[EventBatch] = []
+        try:
+            sock.connect(self.endpoints.replay)
+            sock.send_multipart([b"", start.to_bytes(8, "big")])
+            while True:
+                frames = sock.recv_multipart()[1:]  # (the empty delimiter first)
+                if len(frames) != 3 or int.from_bytes(frames[1], "big", signed=True) < 0:
+                    return out
+                out.append(decode_frames(frames))
+        except (zmq.ZMQError, ValueError):
+            return out  # no replay socket, or it went away: the tree starts from what arrives
+        finally:
+            sock.close()
+
+    def _apply(self, batch: EventBatch) -> None:
+        if self._last_seq is not None and batch.seq <= self._last_seq:
+            return  # already applied
+        self._tree.apply(batch)
+        self._last_seq = batch.seq
+
+    def _build(self) -> VllmSnapshot:
+        return VllmSnapshot(self._version, self._status, self.endpoints, self._model, self._metrics,
+                            self._tree.view(), tuple(self._history), self._last_seq, self._since, self._restarts)
+
+    def _publish(self) -> None:
+        self._version += 1
+        self._snapshot = self._build()
+
+
+_SHARED: dict[Endpoints, Monitor] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(endpoints: Endpoints | None = None) -> Monitor:
+    """The process's one watcher of these endpoints (default: $KVVIZ_VLLM_URL, $KVVIZ_VLLM_EVENTS,
+    $KVVIZ_VLLM_REPLAY, else `make vllm`'s). Not started: call `.start()`."""
+    endpoints = endpoints or Endpoints()
+    with _SHARED_LOCK:
+        if endpoints not in _SHARED:
+            _SHARED[endpoints] = Monitor(endpoints)
+        return _SHARED[endpoints]

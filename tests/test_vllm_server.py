@@ -1,0 +1,98 @@
+"""Against a real vLLM (tests/vllm_support.py: one eager server per session): our engine gives
+vLLM's tokens for the same prompts; the watcher, subscribed before any request, rebuilds vLLM's
+cache tree from its live events with the hashes our engine computes; metrics parse; a watcher
+that joins late gets the missed events from the replay socket; node 04's state compares both
+engines request by request."""
+
+from __future__ import annotations
+
+import pytest
+import vllm_support
+
+from engine import Engine, EngineConfig
+from kvviz.nodes.vllm import client
+from kvviz.nodes.vllm.monitor import Monitor
+from kvviz.nodes.vllm.scenario import LESSON_QUESTIONS, MAX_NEW_TOKENS, Mirror, prompt_for
+from kvviz.nodes.vllm.server import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
+from kvviz.nodes.vllm.state import VllmState
+
+pytestmark = pytest.mark.slow
+
+PROMPTS = ["The KV cache", "Free memory is broken into", "A page table maps", "def f(x):\n    return"]
+
+
+@pytest.fixture(scope="module")
+def srv():
+    return vllm_support.server()
+
+
+@pytest.fixture(scope="module")
+def watcher(srv):
+    """A watcher subscribed before this module sends anything (it also replays what came before)."""
+    mon = Monitor(vllm_support.endpoints(srv)).start()
+    mon.wait_for(lambda s: s.status == "connected", timeout=30)
+    yield mon
+    mon.stop()
+
+
+def test_our_engine_gives_vllms_greedy_tokens(srv):
+    engine = Engine(EngineConfig(num_blocks=NUM_BLOCKS, block_size=BLOCK_SIZE))
+    for prompt in PROMPTS:
+        theirs = client.complete(srv.url, MODEL_NAME, prompt, 48)
+        ours = engine.generate([prompt], 48)[0]
+        assert theirs.prompt_token_ids == tuple(prompt.encode())
+        assert list(theirs.token_ids) == ours.token_ids, prompt
+
+
+def test_three_requests_sharing_a_prefix_rebuild_one_trunk_with_our_hashes(srv, watcher):
+    before = watcher.latest().last_seq
+    mirror = Mirror()
+    for q in LESSON_QUESTIONS[:3]:
+        c = client.complete(srv.url, MODEL_NAME, prompt_for(q), MAX_NEW_TOKENS)
+        [(ours, _)] = mirror.serve([prompt_for(q)])
+        assert list(c.token_ids) == ours
+    snap = watcher.wait_for(lambda s: s.last_seq is not None and s.last_seq > (before or -1)
+                            and set(mirror.block_hashes().values()) <= {b.block_hash for b in s.tree.blocks})
+    ours = mirror.block_hashes()
+    assert len(ours) == 3 + 3 * 2  # the system prompt's 3 blocks once, 2 more per question
+    by_hash = snap.tree.by_hash()
+    trunk = [h for h in ours.values() if sum(b.parent_hash == h for b in snap.tree.blocks) >= 3]
+    assert len(trunk) == 1 and snap.tree.prefix_tokens(trunk[0]) == tuple(prompt_for("")[:96].encode())
+    assert all(snap.tree.hash_checked(h) for h in ours.values())
+    assert all(by_hash[h].tokens for h in ours.values())
+
+
+def test_metrics_are_parsed_from_the_live_server(srv, watcher):
+    m = client.fetch_metrics(srv.url)
+    assert (m.num_blocks, m.block_size, m.hash_algo) == (NUM_BLOCKS, BLOCK_SIZE, "sha256")
+    assert m.prefix_hits > 0 and m.prefix_queries > m.prefix_hits
+    assert client.served_model(srv.url) == MODEL_NAME
+    snap = watcher.wait_for(lambda s: s.metrics is not None and s.metrics.prefix_hits == m.prefix_hits)
+    assert snap.history and snap.history[-1].hit_rate == pytest.approx(m.hit_rate)
+
+
+def test_a_watcher_that_joins_late_replays_what_it_missed(srv, watcher):
+    late = Monitor(vllm_support.endpoints(srv)).start()
+    try:
+        snap = late.wait_for(lambda s: s.status == "connected" and s.last_seq == watcher.latest().last_seq)
+        assert {b.block_hash for b in snap.tree.blocks} == {b.block_hash for b in watcher.latest().tree.blocks}
+    finally:
+        late.stop()
+
+
+def test_node_state_compares_both_engines_request_by_request(srv, hostile):
+    state = VllmState(endpoints=vllm_support.endpoints(srv))
+    state.attach().wait_for(lambda s: s.status == "connected")
+    state.poll()
+    assert state.send_lesson_questions()
+    assert not state.send("")  # refused, with a reason
+    assert state.notice.startswith("Type a prompt first")
+    assert state.send(hostile)  # sent as text; shown escaped (tests/test_vllm_node.py)
+    for _ in range(20):
+        state.poll(wait=60)
+        if not any(e.pending for e in state.exchanges):
+            break
+    assert [e.question for e in state.exchanges] == [*LESSON_QUESTIONS, hostile]
+    assert all(e.first_divergence is None and len(e.our_ids) == MAX_NEW_TOKENS for e in state.exchanges)
+    assert all(e.vllm_cached is not None for e in state.exchanges)
+    state.attach().wait_for(lambda s: set(state.our_hashes.values()) <= {b.block_hash for b in s.tree.blocks})
