@@ -5,10 +5,10 @@ Each node is a package kvviz/nodes/<key>/ (scenario, state, view, URL fields, pr
 metric cards) whose `NODE` is listed here.
 """
 
-from kvviz.nodes import explain, fragmentation, paging, radix
+from kvviz.nodes import explain, fragmentation, paging, radix, vllm
 from kvviz.nodes.spec import Node
 
-NODES: tuple[Node, ...] = (fragmentation.NODE, paging.NODE, radix.NODE, explain.NODE)
+NODES: tuple[Node, ...] = (fragmentation.NODE, paging.NODE, radix.NODE, vllm.NODE, explain.NODE)
 LIVE: tuple[Node, ...] = tuple(n for n in NODES if n.live)
 BY_KEY: dict[str, Node] = {n.key: n for n in NODES}
 KEYS: tuple[str, ...] = tuple(BY_KEY)

@@ -1,0 +1,86 @@
+"""Node 04 without a browser and without a server: cheap to build for every session, one watcher
+per process, plain words when no vLLM answers, user text escaped, and vLLM's tree (from the
+recorded events) drawn with its shared trunk."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+from kvviz.lesson import Lesson
+from kvviz.nodes import KEYS
+from kvviz.nodes.vllm import monitor
+from kvviz.nodes.vllm.cache_tree import CacheTree
+from kvviz.nodes.vllm.client import parse_metrics
+from kvviz.nodes.vllm.monitor import Endpoints, VllmSnapshot
+from kvviz.nodes.vllm.scenario import Exchange
+from kvviz.nodes.vllm.state import VllmState
+from kvviz.nodes.vllm.view import VllmView, exchanges_html, notice_html, status_html, trunk_html, vllm_rows
+from kvviz.nodes.vllm.wire import decode_frames
+
+RECORDED = json.loads((Path(__file__).parent / "fixtures" / "vllm" / "frames.json").read_text())
+NOBODY = Endpoints("http://127.0.0.1:9", "ipc:///nonexistent/kvviz-events", "ipc:///nonexistent/kvviz-replay")
+
+
+def watcher_threads() -> int:
+    return sum(t.name == "kvviz-vllm-monitor" for t in threading.enumerate())
+
+
+def recorded_snapshot() -> VllmSnapshot:
+    tree = CacheTree()
+    for msg in RECORDED["frames"]:
+        tree.apply(decode_frames([bytes.fromhex(f) for f in msg]))
+    return VllmSnapshot(1, "connected", NOBODY, "kvviz", parse_metrics(RECORDED["metrics"]), tree.view(), (), 6,
+                        time.time(), 0)
+
+
+def test_node_04_sits_between_radix_and_explain_it_back():
+    assert KEYS.index("vllm") == KEYS.index("radix") + 1 and KEYS[-1] == "explain"
+
+
+def test_every_session_builds_the_state_without_connecting():
+    before = watcher_threads()
+    lesson = Lesson({})
+    assert isinstance(lesson.states["vllm"], VllmState)
+    assert lesson.states["vllm"].live is None and watcher_threads() == before
+
+
+def test_sessions_share_one_watcher_per_server():
+    a, b = VllmState(endpoints=NOBODY), VllmState(endpoints=NOBODY)
+    assert a.attach() is b.attach() is monitor.shared(NOBODY)
+    assert sum(t.name == "kvviz-vllm-monitor" for t in threading.enumerate()) >= 1
+    assert a.attach()._thread is b.attach()._thread
+
+
+def test_without_a_server_the_node_says_so_and_how_to_start_one():
+    state = VllmState(endpoints=NOBODY)
+    VllmView(state=state)
+    time.sleep(1.5)  # (the watcher tries once a second)
+    state.poll()
+    out = status_html(state)
+    assert 'data-state="waiting"' in out and "No vLLM answers" in out and "make vllm" in out
+    assert not state.send("What is a block?")
+    assert "make vllm" in state.notice
+    assert vllm_rows(state) == [] and trunk_html(state) == ""
+
+
+def test_the_tree_shows_the_shared_trunk_from_recorded_events():
+    state = VllmState(endpoints=NOBODY)
+    state.live = recorded_snapshot()
+    rows = vllm_rows(state)
+    assert len(rows) == len(state.live.tree.blocks) == 3 + 3 * 2
+    assert rows[0].label.startswith("You are a patient") and rows[2].sub.endswith("3 branches")
+    out = trunk_html(state)
+    assert 'data-trunk="3" data-branches="3"' in out and "Shared trunk: 3 blocks" in out
+    assert "Connected to vLLM" in status_html(state)
+
+
+def test_user_text_and_vllm_text_are_escaped(hostile):
+    state = VllmState(endpoints=NOBODY)
+    state.exchanges = [Exchange(hostile, (1,), hostile, 0, (1,), hostile, 0), Exchange(hostile, error=hostile)]
+    out = exchanges_html(state)
+    assert hostile not in out and "&lt;img" in out and 'data-verdict="same"' in out
+    state.notice = hostile
+    assert hostile not in notice_html(state) and "&lt;img" in notice_html(state)
