@@ -12,7 +12,7 @@ PROCS ?= 1
 ALLOW ?= localhost:$(PORT)
 BIN = $(VENV)/bin
 
-.PHONY: lesson test bench chromium clean class nginx vllm vllm-venv vllm-test-setup
+.PHONY: lesson test bench chromium clean export class nginx vllm vllm-venv vllm-test-setup
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,12 @@ nginx:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null \
 			&& { ! command -v systemctl >/dev/null 2>&1 || systemctl disable --now nginx >/dev/null 2>&1 || true; }; \
 		else echo "make class needs Debian's nginx: sudo apt-get install -y nginx" >&2; exit 1; fi; }
+
+# make export: the lesson as static pages that replay the real engine with no server (kvviz/export):
+# SITE (default: site/) gets index.html and one page per node; LIVE_URL, if set, is linked from them.
+SITE ?= site
+export: $(VENV)/.lesson-installed
+	$(BIN)/python -m kvviz.export '$(SITE)' $(if $(LIVE_URL),--live-url '$(LIVE_URL)')
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || test -x /usr/bin/chromium || { \

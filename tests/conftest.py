@@ -105,3 +105,14 @@ def radix():
     from kvviz.nodes.radix.state import RadixState
 
     return RadixState()
+
+
+# -- the static export (tests/test_export.py, tests/ui/test_export_static.py) ------------------
+@pytest.fixture(scope="session")
+def static_site(tmp_path_factory):
+    """The lesson exported once per test session (python -m kvviz.export): its folder."""
+    from kvviz.export.site import export
+
+    out = tmp_path_factory.mktemp("site")
+    export(out)
+    return out

@@ -1,0 +1,79 @@
+"""The static export's pages in Chromium: size, and time from navigation to the player ready.
+
+    python -m benchmarks.static_export [--site DIR] [--runs N] [--json PATH]
+
+Exports the lesson into a temporary folder (or measures DIR, an existing export), then opens each
+page from disk with the network blocked, N times, and reports its size and the median and worst
+time until the page's recordings are loaded and its default state is drawn (issue 13: each page
+≤ 5 MB and ready in ≤ 2 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS
+from benchmarks.common import format_table, write_json
+
+
+def ready_times(page_path: Path, nodes: list[str], runs: int) -> list[float]:
+    from playwright.sync_api import sync_playwright
+
+    out = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for _ in range(runs):
+            context = browser.new_context()
+            context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
+            page = context.new_page()
+            start = time.perf_counter()
+            page.goto(page_path.as_uri())
+            for key in nodes:
+                page.wait_for_function(f"document.documentElement.dataset.kvReady{key.capitalize()} === '1'",
+                                       timeout=60_000)
+            page.locator(".kv-metric .kv-value").first.wait_for(timeout=60_000)
+            out.append(time.perf_counter() - start)
+            context.close()
+        browser.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--site", type=Path, default=None)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    from kvviz.export.recipes import recipes
+
+    nodes = list(recipes())
+    with tempfile.TemporaryDirectory() as tmp:
+        site = args.site
+        if site is None:
+            from kvviz.export.site import export
+
+            site = Path(tmp)
+            t = time.perf_counter()
+            export(site)
+            print(f"exported in {time.perf_counter() - t:.0f} s")
+        rows, data = [], []
+        for name, waits in [*((f"{k}.html", [k]) for k in nodes), ("index.html", nodes)]:
+            if not (site / name).exists():
+                continue
+            times = ready_times(site / name, waits, args.runs)
+            size = (site / name).stat().st_size
+            rows.append([name, f"{size / 1e6:.2f}", f"{1000 * statistics.median(times):.0f}",
+                         f"{1000 * max(times):.0f}"])
+            data.append({"page": name, "bytes": size, "ready_s": times})
+    print(format_table(["page", "MB", "ready p50 ms", "ready max ms"], rows))
+    if args.json:
+        write_json(args.json, {"pages": data})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

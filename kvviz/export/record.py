@@ -1,0 +1,138 @@
+"""Recording a node's page: every value its Bokeh models take in every state a recipe reaches.
+
+The live view is built once into a Bokeh document; the recipe then drives the node's real state
+(the real engine) through each branch (a set-up, e.g. "reserved length 12, R2 freed") and, from
+its settled end, back one engine step at a time to its start. At every state the value of every
+model property that any state changes is read off the document. The page replays those values
+in the browser (kvviz/export/player.py): the same figures, fed by the same code, so every number
+equals what the live engine shows for that state.
+
+Two passes: the first finds which (model, property) pairs change at all; the second reads them
+in every state. Values are stored once each (`values`), states as rows of indices into it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from bokeh.core.property.descriptors import UnsetValueError
+from bokeh.document import Document
+from bokeh.document.events import (
+    ColumnDataChangedEvent,
+    ColumnsPatchedEvent,
+    ColumnsStreamedEvent,
+    ModelChangedEvent,
+)
+
+Setup = Callable[[object], None]  # puts a node state at a branch's settled end
+
+
+@dataclass
+class Recording:
+    props: list[tuple[str, str]] = field(default_factory=list)  # (model id, property)
+    values: list = field(default_factory=list)  # each distinct value once (JSON-able)
+    branches: dict[str, list[list[int]]] = field(default_factory=dict)  # key -> states -> value index per prop
+    steps: dict[str, list[int]] = field(default_factory=dict)  # key -> the engine step count of each state
+
+    def to_json(self) -> dict:
+        return {"props": self.props, "values": self.values, "branches": self.branches, "steps": self.steps}
+
+
+def encode(value):
+    """A property value as JSON the player can decode: arrays as {"nd": kind, "v": [...]} with
+    NaN as null, floats that are not finite as {"f": "nan"|"inf"|"-inf"}."""
+    if isinstance(value, np.ndarray):
+        items = value.tolist()
+        if value.dtype.kind == "f":
+            items = [None if math.isnan(x) else x for x in items]
+        return {"nd": value.dtype.kind, "v": items}
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"f": str(value)}
+    if isinstance(value, dict):
+        return {"map": {str(k): encode(v) for k, v in value.items()}}
+    if isinstance(value, list | tuple):
+        return [encode(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, np.generic):
+        return encode(value.item())
+    raise TypeError(f"cannot record a {type(value).__name__} property value")
+
+
+def _initial_values(doc: Document) -> dict[tuple[str, str], object]:
+    """Every recordable property of every model, encoded, before anything changes."""
+    out = {}
+    for model in doc.models:
+        for attr in model.properties():
+            # (references to other models and unset read-only values are never recorded)
+            with contextlib.suppress(TypeError, UnsetValueError):
+                out[(model.id, attr)] = encode(getattr(model, attr))
+    return out
+
+
+def _walk(state, branches: dict[str, Setup], visit: Callable[[str, int], None]) -> None:
+    """Every branch's states, from its settled end back to its start: `visit(key, step_count)`."""
+    for key, setup in branches.items():
+        setup(state)
+        visit(key, state.step_count)
+        while state.step_back():
+            visit(key, state.step_count)
+
+
+def record(doc: Document, state, branches: dict[str, Setup], reset: Callable[[], None]) -> Recording:
+    """Record `state`'s `branches` as seen in `doc` (which holds the node's view); `reset()`
+    puts the page back at its default state afterwards (the page is saved from there).
+
+    One walk: a property is read again only when the document says it changed; a property first
+    changed at some state held its initial value in every state before (any change is an event)."""
+    models = {m.id: m for m in doc.models}
+    initial = _initial_values(doc)
+    touched: set[tuple[str, str]] = set()
+
+    def collect(event) -> None:
+        if isinstance(event, ModelChangedEvent):
+            touched.add((event.model.id, event.attr))
+        elif isinstance(event, ColumnDataChangedEvent | ColumnsPatchedEvent | ColumnsStreamedEvent):
+            touched.add((event.model.id, "data"))
+
+    current: dict[tuple[str, str], int] = {}  # prop -> value index now
+    order: list[tuple[str, str]] = []  # props in the order first changed
+    values: list = []
+    index: dict[str, int] = {}
+    visited: list[tuple[str, int, dict]] = []
+
+    def intern(value) -> int:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        if text not in index:
+            index[text] = len(values)
+            values.append(value)
+        return index[text]
+
+    def visit(key: str, step: int) -> None:
+        for prop in sorted(touched):
+            if prop not in current:
+                if prop not in initial:
+                    raise TypeError(f"property {prop[1]!r} of {type(models[prop[0]]).__name__} cannot be recorded")
+                order.append(prop)
+            current[prop] = intern(encode(getattr(models[prop[0]], prop[1])))
+        touched.clear()
+        visited.append((key, step, dict(current)))
+
+    doc.on_change(collect)
+    try:
+        _walk(state, branches, visit)
+    finally:
+        doc.remove_on_change(collect)
+    first = {prop: intern(initial[prop]) for prop in order}
+    rec = Recording(props=[list(p) for p in order], values=values)
+    for key in branches:
+        mine = [(step, now) for k, step, now in visited if k == key][::-1]  # start to end
+        rec.branches[key] = [[now.get(prop, first[prop]) for prop in order] for _, now in mine]
+        rec.steps[key] = [step for step, _ in mine]
+    reset()
+    return rec

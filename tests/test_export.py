@@ -1,0 +1,80 @@
+"""The static export (kvviz/export): its recordings hold exactly what the live engine shows."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kvviz.export.recipes import recipes
+from kvviz.export.record import encode
+from kvviz.nodes import BY_KEY, LIVE
+
+pytestmark = pytest.mark.slow
+REGISTER = re.compile(r'window\.kvvizPlayer\.register\("(\w+)", "([A-Za-z0-9+/=]+)"')
+CARD = re.compile(r'data-label="([^"]+)"[^>]*>.*?class="kv-value">([^<]*)<', re.S)
+
+
+def test_values_are_encoded_for_the_player():
+    assert encode(np.array([1.0, np.nan])) == {"nd": "f", "v": [1.0, None]}
+    assert encode(np.array([1, 2], dtype=np.int32)) == {"nd": "i", "v": [1, 2]}
+    assert encode({"a": [float("inf")]}) == {"map": {"a": [{"f": "inf"}]}}
+    with pytest.raises(TypeError):
+        encode(object())
+
+
+@pytest.fixture(scope="module")
+def recordings(static_site) -> dict[str, dict]:
+    """node -> its recording, read back out of its exported page."""
+    out = {}
+    for node in [n for n in LIVE if n.key in recipes()]:
+        text = (static_site / f"{node.key}.html").read_text(encoding="utf-8")
+        ((key, packed),) = REGISTER.findall(text)
+        out[key] = json.loads(gzip.decompress(base64.b64decode(packed)))
+    return out
+
+
+def test_every_page_is_written_small_enough_and_says_it_is_a_recording(static_site):
+    for name in ("index.html", "fragmentation.html", "paging.html", "radix.html", "explain.html"):
+        page = static_site / name
+        assert page.stat().st_size <= 5_000_000, name
+        assert "A recording of the live lesson" in page.read_text(encoding="utf-8")
+    assert "cdn.holoviz.org" not in (static_site / "index.html").read_text(encoding="utf-8").split("<script", 1)[0]
+
+
+def cards_shown(rec: dict, branch: str, index: int) -> dict[str, str]:
+    """The card texts a recorded state puts on the page (cards that never change are absent)."""
+    row = rec["branches"][branch][index]
+    shown = {}
+    for (_, attr), vi in zip(rec["props"], row, strict=True):
+        value = rec["values"][vi]
+        if attr == "text" and isinstance(value, str) and "kv-metric" in html.unescape(value):
+            shown.update(CARD.findall(html.unescape(value)))
+    return shown
+
+
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_recorded_state_shows_the_cards_the_live_engine_shows_for_it(recordings, data):
+    node = data.draw(st.sampled_from(sorted(recordings)))
+    recipe, rec = recipes()[node], recordings[node]
+    branch = data.draw(st.sampled_from(sorted(rec["branches"])))
+    index = data.draw(st.integers(0, len(rec["branches"][branch]) - 1))
+    state = BY_KEY[node].state()
+    recipe.branches[branch](state)
+    for _ in range(len(rec["branches"][branch]) - 1 - index):
+        assert state.step_back()
+    assert state.step_count == rec["steps"][branch][index]
+    live = {c.label: c.value(getattr(state, c.of).metrics) for c in BY_KEY[node].cards}
+    shown = cards_shown(rec, branch, index)
+    assert shown, "no card changes in this recording"
+    assert {label: live[label] for label in shown if label in live} == {
+        label: text for label, text in shown.items() if label in live}
