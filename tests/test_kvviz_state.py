@@ -289,3 +289,15 @@ def test_free_r2_with_nothing_to_free_is_a_notice_not_an_error():
     frag.free_r2()
     frag.reserve = 1
     assert "no R2 to free" in frag.notice and not frag.freed_r2
+
+
+def test_step_back_keeps_both_pools_on_the_same_requests(paging):
+    """Node 02 adds every request to both pools; stepping back past a request added after one
+    pool's last step used to drop it from that pool only (and the URL code then failed)."""
+    for _ in range(3):
+        assert paging.add_request(settle=True)
+    while paging.step_back():
+        prompts = [[op.prompt for op in t.ops if op.kind == "add"] for t in paging.scenario.timelines]
+        assert prompts[0] == prompts[1]
+        assert len(paging.added_gaps) == len(paging.added)
+    assert paging.step_count == 0

@@ -97,8 +97,12 @@ class NodeState(param.Parameterized):
         for t in self.timelines:
             if t.num_steps == n:
                 t.step_back()
+        self._align()
         self._refresh(playing=False)
         return True
+
+    def _align(self) -> None:
+        """After a step back: bring the timelines back in step where a node needs it."""
 
     def rewind(self) -> None:
         """Back to before the first step: the requests queued, no token computed yet."""

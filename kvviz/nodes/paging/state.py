@@ -60,6 +60,17 @@ class PagingState(NodeState):
                       playing=added is Added.PLAYING)
         return True
 
+    def _align(self) -> None:
+        """After a step back, both pools in step: a pool that steps back past a request added
+        after its last step drops it, so the other pool drops it too (nothing ran after it there:
+        a request added to an idle pool is run by the next step of both)."""
+        pools = self.scenario.timelines
+        adds = [[i for i, op in enumerate(t.ops) if op.kind == "add"] for t in pools]
+        keep = min(len(a) for a in adds)
+        for t, a in zip(pools, adds, strict=True):
+            if len(a) > keep:
+                t.replay(t.ops[: a[keep]])
+
     def reset(self) -> None:
         self.scenario = fresh(PagingScenario)
         self._refresh("Back to the lesson's starting point.", playing=False,
