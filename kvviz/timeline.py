@@ -1,14 +1,26 @@
 """A timeline: an engine plus the operations that made its state, so any state can be replayed.
 
-Stepping back is replaying every operation but the last step from a reset engine: the engine
-is deterministic (same config, seed and requests give the same tokens and the same block ids).
-To keep that fast on long histories, the timeline keeps a few checkpoints (`Engine.clone()`s
-after `ops[:n]`, sharing only the read-only model) and replays from the latest one that is a
-prefix of the operations to replay; the result is the same state as a replay from the start.
+The engine is deterministic (same config, seed and requests give the same tokens and the same
+block ids), so a state is named by its config and its operations. Three consequences:
+
+* Stepping back is replaying every operation but the last step. To keep that fast on long
+  histories the timeline keeps a few checkpoints (`Engine.clone()`s after `ops[:n]`, sharing
+  only the read-only model) and replays from the latest one that is a prefix.
+* What an operation returns, whether work remains after it, and the snapshot it leaves are the
+  same for every session that reaches that state: they are kept once per process (`MEMO`, a
+  bounded LRU) and shared. Forty students playing the same request compute it once; their
+  timelines record the operations and read the shared results.
+* So the engine itself runs only when needed: it is brought up to date (`engine`) only when an
+  operation or a snapshot is not in the memo, and then from its own state or a checkpoint.
+
+Results are shared, never the engines: each timeline owns its engine and its checkpoints.
 """
 
 from __future__ import annotations
 
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from engine import Engine, EngineConfig, Snapshot
@@ -23,15 +35,74 @@ class Op:
     request_id: int = 0
 
 
+@dataclass
+class Outcome:
+    """What reaching a state by one operation gave: the operation's result, whether a step
+    would do anything there, and (once asked for) the state's snapshot."""
+
+    result: object
+    has_work: bool
+    snapshot: Snapshot | None = None
+
+
+class Memo:
+    """A process-wide, bounded map from (config, ops) to the Outcome of the last op."""
+
+    def __init__(self, capacity: int):
+        self.capacity, self.hits, self.misses = capacity, 0, 0
+        self._items: OrderedDict[tuple, Outcome] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> Outcome | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple, outcome: Outcome) -> None:
+        if self.capacity == 0:
+            return
+        with self._lock:
+            self._items[key] = outcome
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def memo_capacity(environ=os.environ) -> int:
+    """KVVIZ_TIMELINE_MEMO: how many states a process keeps (0 turns the memo off); default 3000,
+    a few tens of MB of snapshots at most."""
+    text = environ.get("KVVIZ_TIMELINE_MEMO", "")
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 6 else 3000
+
+
+MEMO = Memo(capacity=memo_capacity())
 CHECKPOINT_EVERY = 32  # operations between checkpoints
 MAX_CHECKPOINTS = 8  # per timeline: at most a few MB of KV each
+
+
+def _chain(digest: int, op: Op) -> int:
+    return hash((digest, op))
 
 
 class Timeline:
     def __init__(self, config: EngineConfig):
         self.config = config
-        self.engine = Engine(config)
         self.ops: list[Op] = []
+        self._digest = hash(config)
+        self._engine: Engine | None = None  # the state after ops[:_done], or None: not made yet
+        self._done = 0
         # (ops so far, a clone of the engine after them); a checkpoint is never stepped itself,
         # only cloned again, so timelines cloned from this one can share them.
         self._checkpoints: list[tuple[tuple[Op, ...], Engine]] = []
@@ -39,27 +110,42 @@ class Timeline:
     def clone(self) -> Timeline:
         """An independent copy (the engine cloned: only the model is shared)."""
         twin = Timeline.__new__(Timeline)
-        twin.config, twin.engine, twin.ops = self.config, self.engine.clone(), list(self.ops)
+        twin.config, twin.ops, twin._digest, twin._done = self.config, list(self.ops), self._digest, self._done
+        twin._engine = self._engine.clone() if self._engine is not None else None
         twin._checkpoints = list(self._checkpoints)
         return twin
 
-    def _save_checkpoint(self) -> None:
-        self._checkpoints.append((tuple(self.ops), self.engine.clone()))
-        del self._checkpoints[:-MAX_CHECKPOINTS]
+    # -- the engine, brought up to date only when needed ------------------------------------
+    @property
+    def engine(self) -> Engine:
+        """The engine in the state the operations made (computed now if it is behind)."""
+        if self._engine is None:
+            self._restore_longest_prefix()
+        for op in self.ops[self._done:]:
+            self._run(op)
+            self._ran(self.ops)
+        return self._engine
 
-    def _restore_longest_prefix(self, ops: list[Op]) -> int:
-        """Put the engine in the state after the longest checkpointed prefix of `ops` (reset if
-        none); drop checkpoints that are not prefixes of `ops`. Returns that prefix's length."""
-        self._checkpoints = [(done, st) for done, st in self._checkpoints if tuple(ops[: len(done)]) == done]
-        if not self._checkpoints:
-            self.engine.reset()
-            return 0
-        done, engine = self._checkpoints[-1]
-        self.engine = engine.clone()
-        return len(done)
+    def _ran(self, ops: list[Op]) -> None:
+        """The engine has run one more of `ops`: count it, and checkpoint every so often."""
+        self._done += 1
+        last = len(self._checkpoints[-1][0]) if self._checkpoints else 0
+        if self._done - last >= CHECKPOINT_EVERY:
+            self._checkpoints.append((tuple(ops[: self._done]), self._engine.clone()))
+            del self._checkpoints[:-MAX_CHECKPOINTS]
 
-    def _apply(self, op: Op):
-        e = self.engine
+    def _restore_longest_prefix(self) -> None:
+        """Start the engine from the latest checkpoint that is a prefix of the operations (a new
+        engine if none); drop checkpoints that are not prefixes."""
+        self._checkpoints = [(done, e) for done, e in self._checkpoints if tuple(self.ops[: len(done)]) == done]
+        if self._checkpoints:
+            done, engine = self._checkpoints[-1]
+            self._engine, self._done = engine.clone(), len(done)
+        else:
+            self._engine, self._done = Engine(self.config), 0
+
+    def _run(self, op: Op):
+        e = self._engine
         if op.kind == "add":
             return e.add_request(op.prompt, op.max_new_tokens, op.reserve_blocks)
         if op.kind == "step":
@@ -68,23 +154,33 @@ class Timeline:
             return e.release(op.request_id)
         raise ValueError(f"unknown op {op.kind!r}")
 
+    def _key(self, digest: int, n: int) -> tuple:
+        return (self.config, n, digest)
+
+    # -- operations --------------------------------------------------------------------------
     def apply(self, op: Op):
         """Run one operation; it is recorded only if it succeeded (bad input changes nothing)."""
-        result = self._apply(op)
-        if op.kind == "step" and not result:
-            return result  # nothing could run: the engine is unchanged, so nothing is recorded
+        digest = _chain(self._digest, op)
+        key = self._key(digest, len(self.ops) + 1)
+        known = MEMO.get(key)
+        if known is None:
+            engine = self.engine  # (up to date: the operation runs on it now)
+            result = self._run(op)
+            if op.kind == "step" and not result:
+                return result  # nothing could run: the engine is unchanged, so nothing is recorded
+            self._ran([*self.ops, op])
+            known = Outcome(result, engine.has_unfinished())
+            MEMO.put(key, known)
         self.ops.append(op)
-        last = len(self._checkpoints[-1][0]) if self._checkpoints else 0
-        if len(self.ops) - last >= CHECKPOINT_EVERY:
-            self._save_checkpoint()
-        return result
+        self._digest = digest
+        return known.result
 
     def add(self, prompt: str, max_new_tokens: int, reserve_blocks: int | None = None) -> int:
         return self.apply(Op("add", prompt, max_new_tokens, reserve_blocks))
 
     def step(self) -> bool:
         """One engine step; False (and nothing recorded) when nothing could run."""
-        if not self.engine.has_unfinished():
+        if not self.has_work:
             return False
         return self.apply(Op("step"))
 
@@ -97,6 +193,24 @@ class Timeline:
     def release(self, request_id: int) -> None:
         self.apply(Op("release", request_id=request_id))
 
+    def _outcome(self) -> Outcome | None:
+        return MEMO.get(self._key(self._digest, len(self.ops))) if self.ops else None
+
+    @property
+    def has_work(self) -> bool:
+        """True when a step would do something (a request is waiting or running)."""
+        known = self._outcome()
+        return known.has_work if known is not None else self.engine.has_unfinished()
+
+    def snapshot(self) -> Snapshot:
+        known = self._outcome()
+        if known is None:
+            return self.engine.snapshot()
+        if known.snapshot is None:
+            known.snapshot = self.engine.snapshot()
+        return known.snapshot
+
+    # -- history -----------------------------------------------------------------------------
     @property
     def num_steps(self) -> int:
         return sum(op.kind == "step" for op in self.ops)
@@ -137,10 +251,20 @@ class Timeline:
     def replay(self, ops: list[Op]) -> None:
         """Rebuild the state that `ops` make, as if applied to a fresh engine."""
         ops = list(ops)
-        start = self._restore_longest_prefix(ops)
-        self.ops = ops[:start]
-        for op in ops[start:]:
-            self.apply(op)
+        keep = 0  # how much of the engine's own history `ops` keeps
+        while keep < min(self._done, len(ops)) and ops[keep] == self.ops[keep]:
+            keep += 1
+        if keep < self._done:
+            self._engine, self._done = None, 0  # (made again from a checkpoint when needed)
+        self.ops, self._digest = [], hash(self.config)
+        for op in ops:
+            self._digest = _chain(self._digest, op)
+            self.ops.append(op)
+        if self._engine is None or not self._known():
+            _ = self.engine  # not all in the memo (evicted): compute the state now
+
+    def _known(self) -> bool:
+        return not self.ops or self._outcome() is not None
 
     def step_back(self) -> bool:
         """Return to the state before the last step (dropping what came after it)."""
@@ -157,11 +281,3 @@ class Timeline:
             return False
         self.replay(self.ops[:first])
         return True
-
-    @property
-    def has_work(self) -> bool:
-        """True when a step would do something (a request is waiting or running)."""
-        return self.engine.has_unfinished()
-
-    def snapshot(self) -> Snapshot:
-        return self.engine.snapshot()

@@ -116,3 +116,13 @@ def static_site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site")
     export(out)
     return out
+
+
+@pytest.fixture(autouse=True)
+def fresh_memo():
+    """Each test starts with an empty process-wide timeline memo (kvviz/timeline.py), so a test
+    that compares a replay with the engine really runs the engine."""
+    from kvviz.timeline import MEMO
+
+    MEMO.clear()
+    yield MEMO

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from engine import Engine
 from kvviz import timeline as timeline_module
 from kvviz.nodes.radix.scenario import RadixScenario
-from kvviz.timeline import Op, Timeline
+from kvviz.timeline import Op, Outcome, Timeline
 
 
 @pytest.fixture
@@ -195,3 +196,69 @@ def test_replay_of_a_different_history_ignores_checkpoints_that_do_not_match(mon
     t.replay(t.ops[:2])  # two adds: shorter than every checkpoint
     assert t._checkpoints == []
     assert [r.status for r in t.snapshot().requests] == ["waiting", "waiting"]
+
+
+# -- the process-wide memo: shared results, never shared engines -------------------------------
+def play(timeline: Timeline) -> list:
+    snaps = [timeline.snapshot()]
+    while timeline.step():
+        snaps.append(timeline.snapshot())
+    return snaps
+
+
+def test_a_second_timeline_on_the_same_path_reads_the_memo_and_runs_no_model(make_config, fresh_memo, monkeypatch):
+    config = make_config(block_size=4, num_blocks=16, prefix_sharing=True)
+    first = Timeline(config)
+    for prompt in ("Page one", "Page two"):
+        first.add(prompt, 12)
+    expected = play(first)
+    calls = []
+    monkeypatch.setattr(Engine, "step", lambda self: calls.append(1) or True)  # any engine step would show here
+    second = Timeline(config)
+    for prompt in ("Page one", "Page two"):
+        second.add(prompt, 12)
+    assert play(second) == expected and calls == []
+    assert fresh_memo.hits > 0
+
+
+def test_results_from_the_memo_equal_the_engine_run_from_scratch(make_config, fresh_memo):
+    config = make_config(block_size=4, num_blocks=8, prefix_sharing=True)
+
+    def session() -> list:
+        t = Timeline(config)
+        for prompt in ("Page one", "Page two", "Page six"):
+            t.add(prompt, 20)
+        snaps = play(t)
+        t.release(1)
+        t.add("Page one again", 6)
+        snaps += play(t)
+        while t.step_back():
+            snaps.append(t.snapshot())
+        return snaps
+
+    shared = [session(), session()]  # the second reads the first's results
+    fresh_memo.clear()
+    alone = session()
+    assert shared[0] == shared[1] == alone
+
+
+def test_a_timeline_behind_its_memo_catches_up_when_it_leaves_the_shared_path(make_config):
+    config = make_config(block_size=4, num_blocks=16)
+    a, b = Timeline(config), Timeline(config)
+    for t in (a, b):
+        t.add("Shared start", 10)
+        t.run_until_idle()
+    b.add("Only b asks this", 6)  # not in the memo: b's engine runs from where the memo left it
+    b.run_until_idle()
+    reference = Timeline(config)
+    reference.replay(list(b.ops))
+    assert b.snapshot() == reference.engine.snapshot()
+
+
+def test_the_memo_is_bounded(make_config):
+    from kvviz.timeline import Memo
+
+    memo = Memo(capacity=3)
+    for k in range(5):
+        memo.put((k,), Outcome(k, False))
+    assert len(memo) == 3 and memo.get((0,)) is None and memo.get((4,)).result == 4
