@@ -17,6 +17,7 @@ import torch
 from bokeh.settings import settings
 
 from kvviz.lesson import STYLESHEET_URL, Lesson, work_offline
+from kvviz.web import metrics
 
 # The engine runs one tiny model step per action: one thread is far faster than contending
 # for a few shared cores.
@@ -29,6 +30,7 @@ work_offline()
 pn.extension(throttled=True, notifications=False)
 pn.config.css_files = [STYLESHEET_URL]
 
+metrics.install()  # (counts for the class server's status page)
 lesson = Lesson(pn.state.session_args)
 doc = pn.state.curdoc
 # Each root added to the document recomputes its whole model graph; the template adds a dozen

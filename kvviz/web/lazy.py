@@ -17,6 +17,8 @@ import panel as pn
 import param
 from panel.custom import JSComponent
 
+from kvviz.web import metrics
+
 _ESM = """
 export function render({ model }) {
   const el = document.createElement("div");
@@ -78,6 +80,7 @@ class LazySlot(pn.viewable.Viewer):
         if self.built:
             return
         self.built = True
+        metrics.NODES.labels(node=self.key).inc()
         view = self.build()
         with pn.io.hold():
             self._layout.objects = [self.sensor, view]

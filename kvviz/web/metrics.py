@@ -1,0 +1,56 @@
+"""What a class server's status page reads from each backend process: sessions, pages, nodes built
+and the timeline memo, as Prometheus metrics (prometheus_client).
+
+`install()` runs for every session (app.py calls it): it counts the session, and when the session
+is destroyed; the first time in a process it also, when `KVVIZ_METRICS_PORT` is set
+(deploy/class_server.py gives each backend its own), serves the metrics on 127.0.0.1 at that
+port. Nothing here is per student: counts only.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import panel as pn
+from prometheus_client import REGISTRY, Counter, Gauge, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+
+SESSIONS = Gauge("kvviz_sessions", "Browser sessions this process holds now")
+PAGES = Counter("kvviz_pages_built", "Pages built (one per session)")
+NODES = Counter("kvviz_nodes_built", "Lesson nodes built when a student scrolled to them", ["node"])
+
+_installed = False
+_lock = threading.Lock()
+
+
+class _MemoCollector:
+    """The timeline memo's size and its hits and misses, read when scraped."""
+
+    def collect(self):
+        from kvviz.timeline import MEMO
+
+        yield GaugeMetricFamily("kvviz_memo_states", "States kept in the timeline memo", value=len(MEMO))
+        yield GaugeMetricFamily("kvviz_memo_hits", "Operations read from the timeline memo", value=MEMO.hits)
+        yield GaugeMetricFamily("kvviz_memo_misses", "Operations the engine had to run", value=MEMO.misses)
+
+
+def metrics_port(environ=os.environ) -> int | None:
+    text = environ.get("KVVIZ_METRICS_PORT", "")
+    if text.isascii() and text.isdigit() and 1024 <= int(text) <= 65535:
+        return int(text)
+    return None
+
+
+def install() -> None:
+    """Count this session, and set up the process's metrics the first time."""
+    global _installed
+    with _lock:
+        first, _installed = not _installed, True
+    if first:
+        REGISTRY.register(_MemoCollector())
+        if (port := metrics_port()) is not None:
+            start_http_server(port, addr="127.0.0.1")
+    SESSIONS.inc()
+    PAGES.inc()
+    pn.state.on_session_destroyed(lambda _ctx: SESSIONS.dec())  # (this session's document)
