@@ -89,9 +89,9 @@ class HandInView(pn.viewable.Viewer):
         super().__init__(**params)
         self.limit = RateLimit()
         self.student = StudentId(height=0, width=0, margin=0)
-        self.name_box = pn.widgets.TextInput(label=f"Your name, as your teacher will see it (up to {MAX_NAME} characters)",
-                                         max_length=MAX_NAME, placeholder="e.g. Ada L.", width=320,
-                                         css_classes=["kv-h-name"])
+        self.name_box = pn.widgets.TextInput(label="Your name, as your teacher will see it", max_length=MAX_NAME,
+                                             placeholder=f"e.g. Ada L. (up to {MAX_NAME} characters)", width=320,
+                                             css_classes=["kv-h-name"])
         self.button = pn.widgets.Button(label="Hand in to the teacher", color="primary", align="end",
                                         css_classes=["kv-h-submit"])
         self.status = LiveHTML(status_html(), sizing_mode="stretch_width", stylesheets=[CSS_URL])
