@@ -91,7 +91,7 @@ class TeacherPage(pn.viewable.Viewer):
                                            css_classes=["kv-t-search"])
         self.search.param.watch(lambda _e: self.refresh(force=True), "value_input")
         self.csv = pn.widgets.FileDownload(callback=self._csv, filename=f"kvviz-class-{time.strftime('%Y-%m-%d')}.csv",
-                                           label="Export CSV", button_type="success", align="end", width=200,
+                                           label="Export CSV", color="success", align="end", width=200,
                                            css_classes=["kv-t-csv"])
         self.clear_button = pn.widgets.Button(label="Clear the class…", color="danger", align="end")
         self.confirm_text = LiveHTML("", sizing_mode="stretch_width")
