@@ -1,5 +1,6 @@
 # kvviz: the two commands a teacher needs.
-#   make lesson   set up (first time) and serve the lesson at http://localhost:5006/app
+#   make lesson   set up (first time) and serve the lesson at http://localhost:5006/app and the
+#                 teacher page at /teacher (its passphrase is printed at start)
 #   make test     set up (first time) and run every test, browser tests included
 # Both create a virtual environment in .venv; nothing is installed system-wide except
 # Debian's Chromium for the browser tests (installed with apt-get when missing, as root).
@@ -26,14 +27,18 @@ $(VENV)/.test-installed: requirements.txt requirements-test.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt
 	touch $@ $(VENV)/.lesson-installed
 
+# Hand-ins go to KVVIZ_DB (default ./kvviz-class.db), shared by the PROCS processes; the teacher's
+# passphrase is KVVIZ_TEACHER_KEY, else one generated once and stored there (printed here).
 lesson: $(VENV)/.lesson-installed
-	$(BIN)/panel serve app.py --port $(PORT) --address $(ADDRESS) --num-procs $(PROCS) \
+	@$(BIN)/python -m kvviz.handin.key --url http://$(ADDRESS):$(PORT)/teacher
+	$(BIN)/panel serve app.py teacher.py --port $(PORT) --address $(ADDRESS) --num-procs $(PROCS) \
 		--allow-websocket-origin '$(ALLOW)' --static-dirs assets=./assets
 
 # make class: serve a whole class from this machine, every core busy (deploy/class_server.py): one
 # single-process `panel serve app.py` per core (BACKENDS, default: every core) on 127.0.0.1:5100+i,
 # behind Debian's nginx on ADDRESS:PORT (default 0.0.0.0:5006), which keeps each student on one
-# backend. Students open http://<this machine's address>:PORT/app (printed at start). ALLOW: the
+# backend. Students open http://<this machine's address>:PORT/app, the teacher /teacher (both printed
+# at start, with the teacher's passphrase; hand-ins in KVVIZ_DB, default ./kvviz-class.db). ALLOW: the
 # websocket origins, host:port, separated by spaces or commas; default '*' (any: fine on a
 # classroom network). UPSTREAM: backends on other machines, HOST:PORT separated by spaces (see
 # deploy/README.md). Ctrl-C stops everything.

@@ -30,17 +30,25 @@ def free_port() -> int:
 
 
 class Server:
-    """`panel serve app.py` on a free port, one process, stopped on exit; `url` is its /app."""
+    """`panel serve app.py` on a free port, one process, stopped on exit; `url` is its /app.
+
+    `apps` serves more app files next to it (e.g. ("app.py", "teacher.py"): /app and /teacher,
+    each at `base + name`); `env` adds environment variables for the server (e.g. KVVIZ_DB)."""
+
+    def __init__(self, apps: tuple[str, ...] = ("app.py",), env: dict[str, str] | None = None):
+        self.apps, self.env = apps, env
 
     def __enter__(self) -> Server:
         port = free_port()
-        cmd = [sys.executable, "-m", "panel", "serve", "app.py", "--port", str(port),
+        cmd = [sys.executable, "-m", "panel", "serve", *self.apps, "--port", str(port),
                "--address", "127.0.0.1", "--allow-websocket-origin", f"localhost:{port}",
                "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1",
                "--static-dirs", "assets=./assets"]
         self.log = tempfile.NamedTemporaryFile("w+", prefix="kvviz-serve-", suffix=".log", delete=False)  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
-        self.url = f"http://localhost:{port}/app"
+        env = {**os.environ, **self.env} if self.env else None
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        self.base = f"http://localhost:{port}/"
+        self.url = self.base + "app"
         try:
             self._wait_until_up()
         except BaseException:

@@ -2,12 +2,18 @@
 
     python deploy/class_server.py [--address 0.0.0.0] [--port 5006] [--allow '*'] [--backends N]
 
-One single-process `panel serve app.py` per core (N backends, default: every core) on loopback
+One single-process `panel serve app.py teacher.py` per core (N backends, default: every core) on loopback
 ports BASE_PORT+i, behind Debian's nginx on ADDRESS:PORT. nginx keeps each student on one backend
 by client address, so a page is built once, where its GET went, and its websocket comes back to
 the same process (`panel serve --num-procs` cannot promise that: the GET and the websocket may
 reach different processes and the page is built twice). A backend that dies is left out by nginx
 (its students go to another, which rebuilds their page from the URL) and restarted here.
+
+Hand-ins: every backend writes students' hand-ins into one SQLite file (KVVIZ_DB, default
+./kvviz-class.db in the directory this is started from, passed to the backends as an absolute
+path), so the teacher page (/teacher, on whichever backend the teacher reaches) sees the whole
+class. Its passphrase (KVVIZ_TEACHER_KEY, else generated once and stored in that file) is printed
+at start by `python -m kvviz.handin.key`.
 
 Everything runs in the foreground and stops together on Ctrl-C (or SIGTERM/SIGHUP). nginx runs as
 a child with its configuration, pid, logs and temporary files in a new temporary directory
@@ -130,9 +136,12 @@ def split_origins(allow: str) -> list[str]:
     return [o for o in allow.replace(",", " ").split() if o]
 
 
+APPS = ("app.py", "teacher.py")  # /app for the students, /teacher for the teacher
+
+
 def backend_command(port: int, origins: list[str], session_lifetime_ms: int, check_sessions_ms: int,
-                    address: str = "127.0.0.1") -> list[str]:
-    cmd = [sys.executable, "-m", "panel", "serve", "app.py", "--port", str(port), "--address", address,
+                    address: str = "127.0.0.1", apps: tuple[str, ...] = APPS) -> list[str]:
+    cmd = [sys.executable, "-m", "panel", "serve", *apps, "--port", str(port), "--address", address,
            "--num-procs", "1", "--static-dirs", "assets=./assets", "--use-xheaders",
            "--unused-session-lifetime", str(session_lifetime_ms),
            "--check-unused-sessions", str(check_sessions_ms)]
@@ -178,10 +187,26 @@ def lan_addresses() -> list[str]:
     return [a for a in dict.fromkeys(found) if "." in a and not a.startswith("127.")]
 
 
-def student_urls(address: str, port: int) -> list[str]:
+def student_urls(address: str, port: int, page: str = "app") -> list[str]:
     wildcard = address in ("0.0.0.0", "::", "")
     hosts = (lan_addresses() or ["localhost"]) if wildcard else [address]
-    return [f"http://{h}:{port}/app" for h in hosts]
+    return [f"http://{h}:{port}/{page}" for h in hosts]
+
+
+def class_db(environ=os.environ) -> Path:
+    """The hand-ins' database, absolute (the backends run in the app's directory)."""
+    return Path(environ.get("KVVIZ_DB") or "kvviz-class.db").expanduser().resolve()
+
+
+def teacher_line(app_root: Path, env: dict, url: str) -> str:
+    """The teacher page's address and passphrase, from `python -m kvviz.handin.key` (which
+    creates the passphrase in the database when KVVIZ_TEACHER_KEY is not set)."""
+    try:
+        out = subprocess.run([sys.executable, "-m", "kvviz.handin.key", "--url", url], cwd=app_root, env=env,
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"Teacher page: {url} (its passphrase could not be read: {e})"
+    return out.stdout.strip() or f"Teacher page: {url} (its passphrase could not be read: {out.stderr.strip()[-300:]})"
 
 
 class Backend:
@@ -232,6 +257,7 @@ class ClassServer:
         self.stopping = False
         self.ready = False
         self.started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        self.teacher = ""
 
     # -- start ---------------------------------------------------------------------------------
     def check(self) -> str | None:
@@ -261,8 +287,14 @@ class ClassServer:
         env.setdefault("BOKEH_VALIDATE_DOC", "false")  # Bokeh's document validation off when serving
         env.setdefault("OMP_NUM_THREADS", "1")  # one core per backend: no OpenMP thread pools
         env["PYTHONUNBUFFERED"] = "1"
+        env["KVVIZ_DB"] = str(class_db(env))  # one file for every backend, wherever it runs from
+        apps = tuple(app for app in APPS if (self.app_root / app).is_file())
+        teacher_url = (f"http://{(lan_addresses() or ['localhost'])[0]}:{self.ports[0]}/teacher" if a.backends_only
+                       else student_urls(a.address, a.port, "teacher")[0])
+        self.teacher = teacher_line(self.app_root, env, teacher_url)
         for i, port in enumerate(self.ports):
-            cmd = backend_command(port, self.origins, a.session_lifetime_ms, a.check_sessions_ms, a.backend_address)
+            cmd = backend_command(port, self.origins, a.session_lifetime_ms, a.check_sessions_ms, a.backend_address,
+                                  apps)
             self.backends.append(Backend(i, port, cmd, self.run_dir, self.app_root, env))
         for b in self.backends:
             b.start()
@@ -339,6 +371,7 @@ class ClassServer:
             "pid": os.getpid(), "started": self.started, "ready": self.ready,
             "address": a.address, "port": a.port, "url": f"http://127.0.0.1:{a.port}/app",
             "student_urls": student_urls(a.address, a.port), "allow": self.origins,
+            "teacher_url": f"http://127.0.0.1:{a.port}/teacher", "db": str(class_db()),
             "run_dir": str(self.run_dir), "app_root": str(self.app_root),
             "access_log": str(self.run_dir / "access.log"), "nginx_error_log": str(self.run_dir / "nginx-error.log"),
             "nginx_pid": self.nginx.pid if self.nginx else None,
@@ -382,6 +415,8 @@ class ClassServer:
             for host in (lan_addresses() if a.backend_address in ("0.0.0.0", "") else [a.backend_address]):
                 for p in self.ports:
                     print(f"    server {host}:{p} max_fails=1 fail_timeout={a.fail_timeout}s;", flush=True)
+            print(f"Hand-ins made through these backends go to {class_db()} on this machine, not to the front "
+                  f"machine's. {self.teacher}", flush=True)
             print(f"Logs: {self.run_dir}. Ctrl-C stops everything.", flush=True)
             while not self.stopping:
                 self.check_children()
@@ -393,6 +428,7 @@ class ClassServer:
         print("Students open:", flush=True)
         for url in student_urls(a.address, a.port):
             print(f"    {url}", flush=True)
+        print(self.teacher, flush=True)
         print(f"Websocket origins allowed: {' '.join(self.origins)}. Logs: {self.run_dir}. Ctrl-C stops everything.",
               flush=True)
         while not self.stopping:

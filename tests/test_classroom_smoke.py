@@ -183,6 +183,7 @@ def test_nginx_config_keeps_students_on_one_backend_and_passes_websockets(tmp_pa
         assert line in proxy
     cmd = class_server.backend_command(5100, ["*"], 60000, 2000)
     assert cmd[cmd.index("--unused-session-lifetime") + 1] == "60000" and "--num-procs" in cmd
+    assert cmd[cmd.index("serve") + 1:cmd.index("--port")] == ["app.py", "teacher.py"]  # /app and /teacher
     assert cmd[cmd.index("--allow-websocket-origin") + 1] == "*"
     assert class_server.split_origins("a:1, b:2  c") == ["a:1", "b:2", "c"]
 
@@ -203,7 +204,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
     nginx = _nginx()
     if nginx is None:
         pytest.skip("nginx is not installed and could not be (`make nginx` needs root and apt-get)")
@@ -211,10 +212,13 @@ def server():
     if probe.returncode != 0:
         pytest.skip(f"nginx does not run here: {probe.stderr.strip()[:200]}")
     port = _free_port()
-    with StartedServer(port, backends=2, base_port=port + 1,
-                       extra=["--session-lifetime-ms", "15000", "--check-sessions-ms", "1000"]) as s:
-        state = read_state(port)
-        yield s, port, state
+    with pytest.MonkeyPatch.context() as env:  # (the hand-ins' database: not in the checkout)
+        env.setenv("KVVIZ_DB", str(tmp_path_factory.mktemp("class") / "class.db"))
+        env.delenv("KVVIZ_TEACHER_KEY", raising=False)
+        with StartedServer(port, backends=2, base_port=port + 1,
+                           extra=["--session-lifetime-ms", "15000", "--check-sessions-ms", "1000"]) as s:
+            state = read_state(port)
+            yield s, port, state
 
 
 SMOKE_KEYS = {"date", "url", "config", "open", "act", "leave", "cycles", "server", "probes", "students", "client",
@@ -259,6 +263,18 @@ def test_four_students_get_pages_and_their_clicks_change_the_page(server, tmp_pa
     assert sum(v["get"] for v in log["per_backend"].values()) == 4 + 4
     assert log["clients_split"] == []
     assert "| time to a ready page" in run.stdout
+
+
+@pytest.mark.slow
+def test_the_teacher_page_is_served_too_and_its_passphrase_printed(server):
+    from kvviz.handin import key
+    from kvviz.handin.storage import Store
+
+    s, port, state = server
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/teacher", timeout=120) as r:
+        assert r.status == 200 and "<title>Your class" in r.read().decode()
+    generated = key.teacher_key(Store(state["db"]), {})  # made by the launcher, the same for every backend
+    assert f"passphrase: {generated}" in s.log_tail(20_000) and "/teacher" in s.log_tail(20_000)
 
 
 def _get_backend(port: int, source: str) -> tuple[int, str | None]:

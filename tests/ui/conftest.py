@@ -3,6 +3,9 @@ driven by Playwright (pytest-playwright's `page` fixture, launched from /usr/bin
 browser is ever downloaded).
 
     lesson_url      the base URL of a served app.py, e.g. http://localhost:PORT/app
+    served          that server (benchmarks.browser.Server): it also serves teacher.py (`base +
+                    "teacher"`), with its class database in a temporary directory (`db`) and
+                    the teacher's passphrase `teacher_key`
     page            a fresh Playwright page (pytest-playwright), console errors collected in
                     page.kv_errors (console.error messages and uncaught page errors)
 """
@@ -10,6 +13,7 @@ browser is ever downloaded).
 from __future__ import annotations
 
 import os
+import secrets
 
 import pytest
 
@@ -23,9 +27,17 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
-def lesson_url():
-    with Server() as server:  # (its log's tail is in the error if it does not start)
-        yield server.url
+def served(tmp_path_factory):
+    db = tmp_path_factory.mktemp("handins") / "class.db"
+    key = f"test {secrets.token_hex(8)}"
+    with Server(apps=("app.py", "teacher.py"), env={"KVVIZ_DB": str(db), "KVVIZ_TEACHER_KEY": key}) as server:
+        server.db, server.teacher_key = db, key  # (its log's tail is in the error if it does not start)
+        yield server
+
+
+@pytest.fixture(scope="session")
+def lesson_url(served):
+    return served.url
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ import io
 import panel as pn
 import param
 
+from kvviz.handin.view import HandInView
 from kvviz.nodes.explain.state import CHECKS, ExplainState
 from kvviz.nodes.explain.text import PROSE, QUESTION
 from kvviz.web.live_html import LiveHTML
@@ -69,6 +70,7 @@ class ExplainView(pn.viewable.Viewer):
                              css_classes=["kv-prose"]),
             pn.FlexBox(*checks, flex_wrap="wrap", sizing_mode="stretch_width"),
             download,
+            HandInView.around(s),
             sizing_mode="stretch_width", css_classes=["kv-node", "kv-node-explain"],
         )
 

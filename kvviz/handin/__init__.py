@@ -1,0 +1,15 @@
+"""Hand-ins: a student hands in the explanation with the live state it refers to; the teacher
+sees the whole class at /teacher (docs/architecture.md, "Hand-ins").
+
+    model.py        a hand-in's fields, their caps and validation; the per-session rate limit
+    storage.py      one SQLite file shared by every server process (KVVIZ_DB)
+    key.py          the teacher's passphrase (KVVIZ_TEACHER_KEY, else generated once and stored
+                    in the database); `python -m kvviz.handin.key` prints it
+    collect.py      a hand-in read from one session's lesson states
+    report.py       the class summary per question and the CSV export
+    teacher_html.py the teacher page's HTML (every field escaped)
+    view.py         the student's hand-in box (Panel), with the browser's student id
+    teacher_view.py the teacher page (Panel), served by teacher.py at /teacher
+
+model, storage and key use the standard library only.
+"""

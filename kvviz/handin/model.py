@@ -1,0 +1,140 @@
+"""A hand-in: what one student hands in, its caps and checks, and the per-session rate limit.
+
+Everything a student can influence is plain text here: cleaned (control characters removed,
+one line where one line is meant), capped in length, and later shown only as escaped text.
+`HandIn.make` cleans and caps what it is given; `validate` (run by the storage before every
+write) refuses anything that `make` would not produce. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import unicodedata
+from dataclasses import dataclass, field
+
+MAX_NAME = 60  # characters of a display name
+MAX_ANSWER = 5000  # characters of the written answer (the answer box's own limit too)
+MAX_SHORT = 300  # a question, what was typed or predicted, an outcome, a feedback line
+MAX_ITEMS = 40  # self-checks, and predictions, per hand-in
+MAX_QUERY = 16_000  # characters of the state link's query
+MAX_METRICS = 6000  # characters of the metrics' compact JSON
+MAX_HANDINS = 2000  # students in one class database: a hand-in by a new student beyond it is refused
+
+STUDENT_ID = re.compile(r"[0-9a-f]{32}")
+# What urllib.parse.urlencode writes: letters, digits, _.-~, %XX and + (no quotes, no spaces).
+QUERY = re.compile(r"(\?[A-Za-z0-9_.~+%=&-]*)?")
+CHECK_FIELDS = ("key", "question", "typed", "feedback")
+PREDICTION_FIELDS = ("node", "question", "predicted", "outcome")
+
+
+def clean(text, cap: int, multiline: bool = False) -> str:
+    """`text` as plain text: no control or format characters (newlines kept when `multiline`),
+    trimmed, at most `cap` characters. Anything that is not a string becomes ''."""
+    if not isinstance(text, str):
+        return ""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
+    keep = "\n" if multiline else ""
+    text = "".join(ch if ch in keep or unicodedata.category(ch)[0] != "C" else " " for ch in text)
+    if not multiline:
+        text = " ".join(text.split())
+    return text.strip()[:cap]
+
+
+def check_student_id(value) -> str:
+    if not isinstance(value, str) or not STUDENT_ID.fullmatch(value):
+        raise ValueError("This page has no valid student id yet: reload the page and hand in again.")
+    return value
+
+
+def _right(value) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _items(items, fields: tuple[str, ...]) -> tuple[dict, ...]:
+    """Plain dicts with exactly `fields` (short text) and `right` (True, False or None)."""
+    out = []
+    for item in list(items or ())[:MAX_ITEMS]:
+        if isinstance(item, dict):
+            out.append({**{f: clean(item.get(f, ""), MAX_SHORT) for f in fields}, "right": _right(item.get("right"))})
+    return tuple(out)
+
+
+def _metrics(metrics) -> dict:
+    """{node: {label: value text}} with short keys and values; {} when it would be too big."""
+    out: dict[str, dict[str, str]] = {}
+    for node, cards in (metrics or {}).items() if isinstance(metrics, dict) else ():
+        if isinstance(cards, dict):
+            out[clean(node, 40)] = {clean(k, 40): clean(v, 80) for k, v in list(cards.items())[:20]}
+    return out if len(compact(out)) <= MAX_METRICS else {}
+
+
+def compact(data) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class HandIn:
+    """One student's hand-in. The times and the count are the storage's (0 until stored)."""
+
+    student_id: str
+    name: str
+    answer: str = ""
+    checks: tuple[dict, ...] = ()  # {key, question, typed, feedback, right}
+    predictions: tuple[dict, ...] = ()  # {node, question, predicted, outcome, right}
+    query: str = ""  # the state link's query ('?...', or '' for the defaults)
+    metrics: dict = field(default_factory=dict)  # {node: {card label: value text}}
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    submissions: int = 0
+
+    @classmethod
+    def make(cls, student_id, name, answer="", checks=(), predictions=(), query="", metrics=None) -> HandIn:
+        """A hand-in from untrusted values: cleaned and capped; ValueError (a sentence to show)
+        for a bad student id or an empty name."""
+        name = clean(name, MAX_NAME)
+        if not name:
+            raise ValueError("Type your name (or a nickname the teacher will recognise) first.")
+        query = query if isinstance(query, str) and len(query) <= MAX_QUERY and QUERY.fullmatch(query) else ""
+        return cls(student_id=check_student_id(student_id), name=name, answer=clean(answer, MAX_ANSWER, True),
+                   checks=_items(checks, CHECK_FIELDS), predictions=_items(predictions, PREDICTION_FIELDS),
+                   query=query, metrics=_metrics(metrics))
+
+    def link(self) -> str:
+        """The state link, relative to /teacher or /app: the full lesson as the student left it."""
+        return "app" + self.query
+
+    def score(self, which: str) -> tuple[int, int]:
+        """(right, judged) over 'checks' or 'predictions' (an item with right=None is not judged)."""
+        items = getattr(self, which)
+        return sum(i["right"] is True for i in items), sum(i["right"] is not None for i in items)
+
+
+def validate(h: HandIn) -> HandIn:
+    """`h` if it is exactly what `HandIn.make` produces from its own fields, else ValueError."""
+    if not isinstance(h, HandIn):
+        raise ValueError("not a hand-in")
+    again = HandIn.make(h.student_id, h.name, h.answer, h.checks, h.predictions, h.query, h.metrics)
+    if (again.name, again.answer, again.checks, again.predictions, again.query, again.metrics) != (
+            h.name, h.answer, tuple(h.checks), tuple(h.predictions), h.query, h.metrics):
+        raise ValueError("a hand-in field is not clean text within its limit")
+    return again
+
+
+class RateLimit:
+    """At most one hand-in every `gap_s` seconds and `most` in all, per browser session."""
+
+    def __init__(self, gap_s: float = 3.0, most: int = 30, clock=time.monotonic):
+        self.gap_s, self.most, self.clock = gap_s, most, clock
+        self.count, self.last = 0, None
+
+    def refusal(self) -> str | None:
+        """None (and the hand-in is counted) when allowed now, else a sentence saying why not."""
+        now = self.clock()
+        if self.count >= self.most:
+            return f"You have handed in {self.count} times from this page: reload it to hand in again."
+        if self.last is not None and now - self.last < self.gap_s:
+            return f"Handed in a moment ago: wait {max(1, round(self.gap_s - (now - self.last)))} s and try again."
+        self.count, self.last = self.count + 1, now
+        return None

@@ -1,0 +1,173 @@
+"""The teacher page (/teacher, served by teacher.py): the class's hand-ins, live.
+
+Locked until the passphrase (kvviz/handin/key.py) is typed into its password field: before
+that the page holds a login box and nothing else (the class's widgets are not even built). Once
+open, it polls the database's revision every POLL_MS (one tiny query) and redraws when a
+hand-in arrived, changed or was cleared in any server process: new hand-ins appear within
+POLL_MS plus a redraw. It summarises each question, lists the hand-ins (newest first, searchable
+by name) each with a link that opens its state in a new tab, exports CSV, and clears the class
+after a confirmation.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import sqlite3
+import time
+
+import panel as pn
+import param
+
+from kvviz.handin import key as passphrase
+from kvviz.handin.model import HandIn, clean
+from kvviz.handin.report import summarise, to_csv
+from kvviz.handin.storage import Store, shared
+from kvviz.handin.teacher_html import handins_html, header_html, summary_html
+from kvviz.handin.view import status_html
+from kvviz.web.live_html import LiveHTML
+
+log = logging.getLogger("kvviz.handin")
+POLL_MS = 1000  # how often an open teacher page looks for new hand-ins (the issue asks for 2 s)
+QUESTION = "The written answer (explain it back)"
+
+TITLE_HTML = (
+    '<div class="kv-t-title"><h1>Your class</h1><p>Students hand in from the lesson\'s '
+    '<b>Explain it back</b> node. Their hand-ins appear here as they arrive.</p></div>'
+)
+
+
+class TeacherPage(pn.viewable.Viewer):
+    store = param.ClassSelector(class_=Store, default=None, doc="default: the class database (KVVIZ_DB)")
+    unlocked = param.Boolean(default=False, doc="the passphrase was typed in this session")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.attempts = passphrase.Attempts()
+        self.key = pn.widgets.PasswordInput(label="Teacher passphrase", width=340, css_classes=["kv-t-key"],
+                                            placeholder="printed where the lesson server was started")
+        self.open = pn.widgets.Button(label="Open the class", color="primary", align="end")
+        self.login_status = LiveHTML(status_html(), sizing_mode="stretch_width")
+        self.open.on_click(lambda _e: self.unlock(self.key.value_input or self.key.value))
+        # (a password field sends its value on Enter or when it loses focus; never kept: see unlock)
+        self.key.param.watch(lambda e: self.unlock(e.new) if e.new else None, "value")
+        login = pn.Column(pn.FlexBox(self.key, self.open, flex_wrap="wrap", align_items="flex-end"),
+                          self.login_status, sizing_mode="stretch_width", css_classes=["kv-t-login"])
+        self._layout = pn.Column(pn.pane.HTML(TITLE_HTML, sizing_mode="stretch_width"), login,
+                                 sizing_mode="stretch_width", css_classes=["kv-teacher"], margin=(8, 24))
+        self._rev, self._handins, self._callback = -1, [], None
+
+    def _store(self) -> Store:
+        return self.store or shared()
+
+    # -- the passphrase ----------------------------------------------------------------------------
+    def unlock(self, typed: str) -> bool:
+        """Open the class if `typed` is the passphrase; the field is emptied either way."""
+        self.key.param.update(value="", value_input="")
+        if self.unlocked or not typed:
+            return self.unlocked
+        if (wait := self.attempts.wait_s()) > 0:
+            self.login_status.object = status_html(f"Wait {max(1, round(wait))} s before trying again.", "error")
+            return False
+        try:
+            right = passphrase.matches(typed, self._store())
+        except sqlite3.Error:
+            log.exception("reading the teacher passphrase")
+            self.login_status.object = status_html("The class database cannot be opened: see the server's log.",
+                                                   "error")
+            return False
+        if not right:
+            self.attempts.failed()
+            self.login_status.object = status_html("That is not the passphrase.", "error")
+            return False
+        self.attempts.succeeded()
+        self.unlocked = True
+        self._build_class()
+        return True
+
+    # -- the class ---------------------------------------------------------------------------------
+    def _build_class(self) -> None:
+        self.search = pn.widgets.TextInput(label="Search by name", placeholder="part of a name", width=300,
+                                           css_classes=["kv-t-search"])
+        self.search.param.watch(lambda _e: self.refresh(force=True), "value_input")
+        self.csv = pn.widgets.FileDownload(callback=self._csv, filename=f"kvviz-class-{time.strftime('%Y-%m-%d')}.csv",
+                                           label="Export CSV", color="success", align="end", width=200,
+                                           css_classes=["kv-t-csv"])
+        self.clear_button = pn.widgets.Button(label="Clear the class…", color="danger", align="end")
+        self.confirm_text = LiveHTML("", sizing_mode="stretch_width")
+        yes = pn.widgets.Button(label="Yes, delete them", color="danger")
+        no = pn.widgets.Button(label="Cancel")
+        self.confirm = pn.Column(self.confirm_text, pn.Row(yes, no), visible=False, css_classes=["kv-t-confirm"],
+                                 sizing_mode="stretch_width")
+        self.clear_button.on_click(lambda _e: self.ask_clear())
+        yes.on_click(lambda _e: self.clear())
+        no.on_click(lambda _e: self.confirm.param.update(visible=False))
+        self.count = LiveHTML("", sizing_mode="stretch_width")
+        self.summary = LiveHTML("", sizing_mode="stretch_width")
+        self.listing = LiveHTML("", sizing_mode="stretch_width")
+        self.notice = LiveHTML(status_html(), sizing_mode="stretch_width")
+        self._layout.objects = [
+            self._layout.objects[0],
+            pn.FlexBox(self.search, self.csv, self.clear_button, flex_wrap="wrap", align_items="flex-end",
+                       sizing_mode="stretch_width", css_classes=["kv-t-tools"]),
+            self.confirm, self.notice, self.count, self.summary, self.listing,
+        ]
+        self.refresh(force=True)
+        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+            self._callback = pn.state.add_periodic_callback(self.refresh, period=POLL_MS)
+            pn.state.on_session_destroyed(lambda _ctx: self._callback.stop())
+
+    def shown(self) -> list[HandIn]:
+        """The hand-ins whose name contains the search text (any case)."""
+        typed = clean(self.search.value_input or self.search.value, 60).casefold()
+        return [h for h in self._handins if typed in h.name.casefold()] if typed else list(self._handins)
+
+    def refresh(self, force: bool = False) -> None:
+        """Redraw if anything was handed in, changed or cleared since the last look (or `force`)."""
+        if not self.unlocked:
+            return
+        try:
+            rev = self._store().revision()
+            if rev == self._rev and not force:
+                return
+            if rev != self._rev:
+                self._handins = self._store().handins()
+                self._rev = rev
+        except sqlite3.Error:
+            log.exception("reading the hand-ins")
+            self.notice.object = status_html("The class database cannot be read just now.", "error")
+            return
+        shown, everyone = self.shown(), self._handins
+        search = clean(self.search.value_input or self.search.value, 60)
+        with pn.io.hold():
+            self.count.object = header_html(len(everyone), len(shown), max((h.updated_at for h in everyone),
+                                                                            default=0), search)
+            self.summary.object = summary_html(summarise(everyone, QUESTION), len(everyone))
+            self.listing.object = handins_html(shown, len(everyone), search)
+
+    def _csv(self) -> io.StringIO:
+        if not self.unlocked:
+            return io.StringIO("")
+        loc = pn.state.location
+        base = f"{loc.protocol}//{loc.hostname}{':' + loc.port if loc.port else ''}/" if loc and loc.hostname else ""
+        return io.StringIO(to_csv(self._store().handins(), base))
+
+    def ask_clear(self) -> None:
+        self.refresh()
+        self._clear_rev = self._rev
+        n = len(self._handins)
+        self.confirm_text.object = status_html(
+            f"Delete all {n} hand-in{'s' if n != 1 else ''} for good? This cannot be undone "
+            "(export the CSV first to keep them). A hand-in that arrives after this question stays.", "error")
+        self.confirm.visible = True
+
+    def clear(self) -> None:
+        if not self.unlocked:
+            return
+        self.confirm.visible = False
+        deleted = self._store().clear(up_to=getattr(self, "_clear_rev", -1))
+        self.notice.object = status_html(f"Deleted {deleted} hand-in{'s' if deleted != 1 else ''}.", "ok")
+        self.refresh(force=True)
+
+    def __panel__(self):
+        return self._layout

@@ -1,0 +1,17 @@
+"""The teacher's page: `panel serve app.py teacher.py` serves it at /teacher, next to the lesson.
+
+Locked by the teacher's passphrase (KVVIZ_TEACHER_KEY, else generated once and stored with the
+hand-ins; `make lesson` and `make class` print it). It reads the class database (KVVIZ_DB,
+default ./kvviz-class.db) that every server process writes students' hand-ins into, so with
+several server processes it still sees the whole class. See kvviz/handin/.
+"""
+
+import panel as pn
+
+from kvviz.handin.teacher_view import TeacherPage
+from kvviz.handin.view import CSS_URL
+
+pn.extension(notifications=False)
+pn.config.css_files = [CSS_URL]
+
+TeacherPage().servable(title="Your class · Managing the KV cache")

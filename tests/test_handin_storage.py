@@ -1,0 +1,234 @@
+"""The hand-ins' storage (kvviz/handin/storage.py) and model: one SQLite file shared by many
+processes. Concurrent writers from several processes, persistence across a killed writer, and
+bad input. Standard library and the storage only: no server, no Panel."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import sqlite3
+import stat
+
+import pytest
+
+from kvviz.handin import model, storage
+from kvviz.handin.model import MAX_ANSWER, MAX_ITEMS, MAX_NAME, HandIn, RateLimit
+from kvviz.handin.storage import Store, StoreFull
+
+CTX = mp.get_context("fork")  # (the children use only sqlite3: no torch after the fork)
+
+
+def sid(i: int) -> str:
+    return f"{i:032x}"
+
+
+def handin(i: int, name: str | None = None, **fields) -> HandIn:
+    return HandIn.make(sid(i), name or f"student {i}", **{"answer": f"answer {i}", **fields})
+
+
+# -- one process ----------------------------------------------------------------------------------
+def test_save_then_save_again_updates_the_same_hand_in(tmp_path):
+    store = Store(tmp_path / "class.db")
+    first = store.save(handin(1, answer="first"), now=100.0)
+    assert (first.created_at, first.updated_at, first.submissions) == (100.0, 100.0, 1)
+    again = store.save(handin(1, name="Ada", answer="second"), now=160.0)
+    assert (again.created_at, again.updated_at, again.submissions) == (100.0, 160.0, 2)
+    assert [(h.name, h.answer, h.submissions) for h in store.handins()] == [("Ada", "second", 2)]
+    assert store.get(sid(1)) == again and store.get(sid(2)) is None
+
+
+def test_every_field_round_trips(tmp_path):
+    store = Store(tmp_path / "class.db")
+    h = HandIn.make(sid(7), "Ada", "line one\nline two", checks=[{"key": "k", "question": "q?", "typed": "3",
+                                                                   "feedback": "Right", "right": True}],
+                    predictions=[{"node": "paging", "question": "p?", "predicted": "more", "outcome": "fewer",
+                                  "right": False}],
+                    query="?reserve=12&add=Pages+fit%21", metrics={"fragmentation": {"IN USE": "8 / 32 · 25%"}})
+    stored = store.save(h)
+    got = Store(tmp_path / "class.db").get(sid(7))  # (a second store: another connection)
+    assert got == stored and got.checks == h.checks and got.predictions == h.predictions
+    assert got.link() == "app?reserve=12&add=Pages+fit%21"
+
+
+def test_revision_counts_every_write_and_clear_keeps_later_hand_ins(tmp_path):
+    store = Store(tmp_path / "class.db")
+    assert store.revision() == 0
+    store.save(handin(1))
+    store.save(handin(2))
+    seen = store.revision()
+    assert seen == 2
+    store.save(handin(3))  # handed in after the teacher was asked to confirm
+    assert store.clear(up_to=seen) == 2
+    assert [h.student_id for h in store.handins()] == [sid(3)] and store.revision() == 4
+    assert store.clear() == 1 and store.count() == 0
+
+
+def test_reading_a_missing_database_finds_nothing_and_creates_nothing(tmp_path):
+    store = Store(tmp_path / "nothing-yet.db")
+    assert (store.revision(), store.handins(), store.get(sid(1)), store.count(), store.clear()) == (0, [], None, 0, 0)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_file_is_created_on_first_write_readable_by_its_owner_only_in_wal_mode(tmp_path):
+    store = Store(tmp_path / "class.db")
+    store.save(handin(1))
+    assert stat.S_IMODE((tmp_path / "class.db").stat().st_mode) == 0o600
+    with sqlite3.connect(tmp_path / "class.db") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_the_path_comes_from_the_environment_only(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert storage.db_path({}) == tmp_path / "kvviz-class.db"
+    assert storage.db_path({"KVVIZ_DB": "sub/x.db"}) == tmp_path / "sub" / "x.db"
+    with pytest.raises(sqlite3.Error, match="no directory"):
+        Store(tmp_path / "sub" / "x.db").save(handin(1))
+
+
+def test_a_full_class_refuses_new_students_but_updates_known_ones(tmp_path, monkeypatch):
+    monkeypatch.setattr(storage, "MAX_HANDINS", 2)
+    store = Store(tmp_path / "class.db")
+    store.save(handin(1))
+    store.save(handin(2))
+    with pytest.raises(StoreFull):
+        store.save(handin(3))
+    assert store.save(handin(1, answer="changed")).submissions == 2
+    assert store.count() == 2
+
+
+# -- bad input ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", ["", "A" * 32, "0" * 31, "0" * 33, "g" * 32, None, 5, "0" * 31 + "\n", "../" * 11])
+def test_a_bad_student_id_is_refused(bad):
+    with pytest.raises(ValueError, match="student id"):
+        HandIn.make(bad, "Ada")
+
+
+@pytest.mark.parametrize("name", ["", "   ", "\n\t", "\x00\x07", None, 42])
+def test_an_empty_name_is_refused(name):
+    with pytest.raises(ValueError, match="name"):
+        HandIn.make(sid(1), name)
+
+
+def test_text_is_cleaned_and_capped(hostile):
+    h = HandIn.make(sid(1), "  Ada\x00\u202e  Lovelace\n" + "x" * 500, "a\r\nb\x1b[31m\tc" + "y" * 9000,
+                    checks=[{"key": "k", "question": hostile, "typed": 3, "right": "yes"}] * (MAX_ITEMS + 5),
+                    predictions=["not a dict", {"node": "radix", "question": "q", "predicted": "x" * 999, "right": True}])
+    assert h.name.startswith("Ada Lovelace x") and len(h.name) == MAX_NAME
+    assert h.answer.startswith("a\nb [31m c") and len(h.answer) == MAX_ANSWER
+    assert len(h.checks) == MAX_ITEMS
+    assert h.checks[0] == {"key": "k", "question": hostile, "typed": "", "feedback": "", "right": None}
+    assert len(h.predictions) == 1 and len(h.predictions[0]["predicted"]) == model.MAX_SHORT
+
+
+@pytest.mark.parametrize("query", ["javascript:alert(1)", "?a=1 onmouseover=x", '?a="><script>', "?a=1#frag",
+                                   "//evil.example/?a=1", "?" + "a" * model.MAX_QUERY, 123])
+def test_a_query_that_urlencode_would_not_write_is_dropped(query):
+    assert HandIn.make(sid(1), "Ada", query=query).query == ""
+
+
+def test_metrics_are_short_text_or_nothing():
+    h = HandIn.make(sid(1), "Ada", metrics={"radix": {"SAVED": 50, "x" * 99: "y" * 999}, "bad": [1]})
+    assert h.metrics == {"radix": {"SAVED": "", "x" * 40: "y" * 80}}
+    big = {f"node{i}": {f"label{j}": "v" * 80 for j in range(20)} for i in range(20)}
+    assert HandIn.make(sid(1), "Ada", metrics=big).metrics == {}
+    assert HandIn.make(sid(1), "Ada", metrics="not a dict").metrics == {}
+
+
+def test_the_storage_refuses_a_hand_in_that_make_would_not_produce(tmp_path, hostile):
+    store = Store(tmp_path / "class.db")
+    for bad in (HandIn(sid(1), "x" * (MAX_NAME + 1)), HandIn(sid(1), "Ada", query="javascript:x"),
+                HandIn("not-an-id", "Ada"), HandIn(sid(1), "Ada\x00"), HandIn(sid(1), ""),
+                HandIn(sid(1), "Ada", checks=({"question": hostile},))):
+        with pytest.raises(ValueError):
+            store.save(bad)
+    with pytest.raises(ValueError):
+        store.save({"student_id": sid(1), "name": "Ada"})
+    assert store.count() == 0
+
+
+def test_rate_limit_per_session():
+    now = [0.0]
+    limit = RateLimit(gap_s=3, most=3, clock=lambda: now[0])
+    assert limit.refusal() is None
+    assert "wait 3 s" in limit.refusal()
+    now[0] = 2.2
+    assert "wait 1 s" in limit.refusal()
+    for t in (3.0, 6.0):
+        now[0] = t
+        assert limit.refusal() is None
+    now[0] = 100.0
+    assert "reload" in limit.refusal()
+
+
+# -- many processes -------------------------------------------------------------------------------
+def _one_at_the_barrier(path: str, i: int, barrier, done) -> None:
+    barrier.wait(timeout=60)
+    Store(path).save(handin(i, answer=f"answer of student {i}"))
+    done.put(i)
+
+
+def test_forty_students_handing_in_at_the_same_moment_from_forty_processes_lose_nothing(tmp_path):
+    path = str(tmp_path / "class.db")
+    barrier, done = CTX.Barrier(40), CTX.Queue()
+    procs = [CTX.Process(target=_one_at_the_barrier, args=(path, i, barrier, done)) for i in range(40)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * 40
+    got = Store(path).handins()
+    assert sorted(h.student_id for h in got) == [sid(i) for i in range(40)]
+    assert all(h.answer == f"answer of student {int(h.student_id, 16)}" and h.submissions == 1 for h in got)
+    assert Store(path).revision() == 40
+
+
+def _writer(path: str, w: int, rounds: int) -> None:
+    store = Store(path)
+    for r in range(rounds):
+        store.save(handin(w * 100 + r % 5, answer=f"w{w} r{r}"))  # five students, each updated in turn
+        assert store.revision() >= 1 and store.count() >= 1  # reads interleaved with the others' writes
+
+
+def test_writers_in_several_processes_interleave_without_losing_an_update(tmp_path):
+    path = str(tmp_path / "class.db")
+    procs = [CTX.Process(target=_writer, args=(path, w, 30)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * 4
+    store = Store(path)
+    got = {h.student_id: h for h in store.handins()}
+    assert len(got) == 20 and sum(h.submissions for h in got.values()) == 120
+    assert store.revision() == 120
+    assert got[sid(302)].answer == "w3 r27"  # the last write of that student
+
+
+def _save_then_wait(path: str, ready) -> None:
+    Store(path).save(handin(9, answer="kept"))
+    ready.put("saved")
+    signal.pause()  # killed here, its connection still open
+
+
+def test_a_confirmed_hand_in_survives_its_server_being_killed(tmp_path):
+    path = str(tmp_path / "class.db")
+    ready = CTX.Queue()
+    p = CTX.Process(target=_save_then_wait, args=(path, ready))
+    p.start()
+    assert ready.get(timeout=60) == "saved"
+    os.kill(p.pid, signal.SIGKILL)
+    p.join(30)
+    restarted = Store(path)  # a new server process reads the same file
+    assert [(h.student_id, h.answer) for h in restarted.handins()] == [(sid(9), "kept")]
+    restarted.save(handin(9, answer="after the restart"))
+    assert restarted.get(sid(9)).submissions == 2
+
+
+def test_a_forked_process_opens_its_own_connection(tmp_path):
+    store = Store(tmp_path / "class.db")
+    store.save(handin(1))
+    p = CTX.Process(target=lambda: store.save(handin(2)))
+    p.start()
+    p.join(60)
+    assert p.exitcode == 0 and store.count() == 2
