@@ -48,6 +48,9 @@ import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # (deploy/class_status.py, beside this script)
+import class_status as status  # noqa: E402
+
 ROOT = HERE.parent
 NGINX_TEMPLATE = HERE / "nginx.conf.template"
 PROXY_TEMPLATE = HERE / "proxy.conf.template"
@@ -110,8 +113,12 @@ def listen_spec(address: str, port: int) -> str:
     return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
 
 
+PAGE_BUILDS_PER_BACKEND = 4  # pages built at once per backend before a student sees "busy, retrying"
+
+
 def nginx_config(run_dir: Path, address: str, port: int, backend_ports: list[int], app_root: Path,
-                 max_fails: int = 1, fail_timeout_s: int = 10, upstreams: list[str] | None = None) -> tuple[str, str]:
+                 max_fails: int = 1, fail_timeout_s: int = 10, upstreams: list[str] | None = None,
+                 status_port: int = 0) -> tuple[str, str]:
     """(nginx.conf, proxy.conf) for these backends (and `upstreams`, HOST:PORT of backends on other
     machines), rendered from the templates in deploy/."""
     bokeh, panel = package_dir("bokeh"), package_dir("panel")
@@ -126,6 +133,9 @@ def nginx_config(run_dir: Path, address: str, port: int, backend_ports: list[int
         "BOKEH_STATIC": str(bokeh / "server" / "static") if bokeh else "/nonexistent",
         "PANEL_DIST": str(panel / "dist") if panel else "/nonexistent",
         "ASSETS": str(app_root / "assets"),
+        "DEPLOY": str(HERE),
+        "MAX_PAGE_BUILDS": str(PAGE_BUILDS_PER_BACKEND * len(hosts)),
+        "STATUS_PORT": str(status_port),
     })
     proxy = render(PROXY_TEMPLATE.read_text(), {"TRIES": str(len(hosts))})
     return main, proxy
@@ -156,6 +166,12 @@ def _child_setup() -> None:
     os.setsid()
     with contextlib.suppress(Exception):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def free_loopback_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
@@ -209,8 +225,13 @@ def teacher_line(app_root: Path, env: dict, url: str) -> str:
     return out.stdout.strip() or f"Teacher page: {url} (its passphrase could not be read: {out.stderr.strip()[-300:]})"
 
 
+METRICS_PORT_OFFSET = 500  # a backend on port P serves its counts on 127.0.0.1:P+500 (kvviz/web/metrics.py)
+
+
 class Backend:
     def __init__(self, index: int, port: int, cmd: list[str], run_dir: Path, cwd: Path, env: dict):
+        self.metrics_port = port + METRICS_PORT_OFFSET
+        env = {**env, "KVVIZ_METRICS_PORT": str(self.metrics_port)}
         self.index, self.port, self.cmd, self.cwd, self.env = index, port, cmd, cwd, env
         self.log_path = run_dir / f"backend-{index}.log"
         self.pid_path = run_dir / f"backend-{index}.pid"
@@ -307,8 +328,10 @@ class ClassServer:
             self.write_state()
             return
 
+        self.status_server = status.serve(status.Status(self.backends), free_loopback_port())
         main, proxy = nginx_config(self.run_dir, a.address or "0.0.0.0", a.port, self.ports, self.app_root,
-                                   fail_timeout_s=a.fail_timeout, upstreams=a.upstream)
+                                   fail_timeout_s=a.fail_timeout, upstreams=a.upstream,
+                                   status_port=self.status_server.server_address[1])
         conf = self.run_dir / "nginx.conf"
         conf.write_text(main)
         (self.run_dir / "proxy.conf").write_text(proxy)
@@ -429,6 +452,7 @@ class ClassServer:
         for url in student_urls(a.address, a.port):
             print(f"    {url}", flush=True)
         print(self.teacher, flush=True)
+        print(f"Status (sessions, CPU, memory per backend): {student_urls(a.address, a.port, 'status')[0]}", flush=True)
         print(f"Websocket origins allowed: {' '.join(self.origins)}. Logs: {self.run_dir}. Ctrl-C stops everything.",
               flush=True)
         while not self.stopping:

@@ -188,6 +188,45 @@ def test_nginx_config_keeps_students_on_one_backend_and_passes_websockets(tmp_pa
     assert class_server.split_origins("a:1, b:2  c") == ["a:1", "b:2", "c"]
 
 
+def test_nginx_config_shows_a_busy_page_past_the_page_build_limit_and_routes_the_status_page(tmp_path):
+    main, _proxy = class_server.nginx_config(tmp_path, "0.0.0.0", 5006, [5100, 5101], ROOT, status_port=5999)
+    app = main[main.index("location = /app {"):]
+    app = app[: app.index("}")]
+    assert f"limit_conn kvviz_pages {2 * class_server.PAGE_BUILDS_PER_BACKEND};" in app
+    assert "limit_conn_status 503;" in app and "error_page 502 503 504 /kvviz-busy.html;" in app
+    assert f"alias {ROOT}/deploy/busy.html;" in main and "proxy_pass http://127.0.0.1:5999;" in main
+    busy = (ROOT / "deploy" / "busy.html").read_text()
+    assert "The class server is busy, retrying" in busy and "location.reload()" in busy
+
+
+def test_the_status_page_reports_each_backend_in_numbers_only(monkeypatch):
+    import class_status
+
+    class Proc:
+        pid = os.getpid()
+
+        def poll(self):
+            return None
+
+    class FakeBackend:
+        index, port, metrics_port, restarts, proc = 0, 5100, 1, 2, Proc()
+
+    monkeypatch.setattr(class_status, "scrape", lambda port: {
+        "kvviz_sessions": 3.0, "kvviz_pages_built": 7.0, "kvviz_nodes_built": 4.0, "kvviz_memo_states": 90.0,
+        "kvviz_memo_hits": 30.0, "kvviz_memo_misses": 10.0})
+    status = class_status.Status([FakeBackend()])
+    status.sample()
+    report = status.report()
+    (row,) = report["backends"]
+    assert report["sessions"] == 3 and row["up"] and row["restarts"] == 2 and row["pages_built"] == 7
+    assert row["memo_hit_rate"] == 0.75 and row["rss_mb"] > 0
+    page = class_status.page(report)
+    assert "<b>3</b> students connected" in page and "75%" in page
+    text = "kvviz_pages_built_total 7.0\nkvviz_pages_built_created 1.7e9\nkvviz_nodes_built_total{node=\"radix\"} 2.0\n"
+    assert {m[0] for m in class_status.METRIC_RE.findall(text)} == {"kvviz_pages_built", "kvviz_pages_built_created",
+                                                                     "kvviz_nodes_built"}
+
+
 # -- a running class server ---------------------------------------------------------------------
 def _nginx() -> str | None:
     found = class_server.find_nginx()
@@ -263,6 +302,37 @@ def test_four_students_get_pages_and_their_clicks_change_the_page(server, tmp_pa
     assert sum(v["get"] for v in log["per_backend"].values()) == 4 + 4
     assert log["clients_split"] == []
     assert "| time to a ready page" in run.stdout
+
+
+@pytest.mark.slow
+def test_the_status_page_counts_the_sessions_of_every_backend(server):
+    _s, port, state = server
+    for i in range(3):
+        _get_backend(port, classroom.source_address(40 + i))  # (pages whose websocket never comes)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status.json", timeout=30) as r:
+        report = json.loads(r.read())
+    assert [b["port"] for b in report["backends"]] == [b["port"] for b in state["backends"]]
+    assert all(b["up"] for b in report["backends"]) and sum(b["pages_built"] for b in report["backends"]) >= 3
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=30) as r:
+        assert "students connected" in r.read().decode()
+
+
+@pytest.mark.slow
+def test_past_the_page_build_limit_a_student_gets_the_busy_page_not_a_blank_one(server):
+    _s, port, _state = server
+
+    async def burst():
+        return await asyncio.gather(*(classroom.http_get("127.0.0.1", port, "/app", classroom.source_address(60 + i),
+                                                         timeout=120) for i in range(24)))
+
+    answers = asyncio.run(burst())
+    statuses = [status for status, _h, _b in answers]
+    assert set(statuses) <= {200, 503} and statuses.count(200) >= 1, statuses
+    busy = [(h, b) for status, h, b in answers if status == 503]
+    assert busy, "24 pages at once should pass the limit of 8 being built"
+    headers, body = busy[0]
+    assert "busy, retrying" in (body.decode() if isinstance(body, bytes) else body)
+    assert headers.get("retry-after") == "3"
 
 
 @pytest.mark.slow
