@@ -27,7 +27,9 @@ torch.set_num_threads(1)
 # pages are built by the same code each time and the tests run with the checks on.
 settings.perform_document_validation.set_value(False)
 work_offline()
-pn.extension(throttled=True, notifications=False)
+# A dropped connection (Wi-Fi) comes back to the same session while the server keeps it; the page
+# says what is happening meanwhile (kvviz/web/connection.py).
+pn.extension(throttled=True, notifications=False, reconnect=True)
 pn.config.css_files = [STYLESHEET_URL]
 
 metrics.install()  # (counts for the class server's status page)

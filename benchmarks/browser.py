@@ -35,11 +35,12 @@ class Server:
     `apps` serves more app files next to it (e.g. ("app.py", "teacher.py"): /app and /teacher,
     each at `base + name`); `env` adds environment variables for the server (e.g. KVVIZ_DB)."""
 
-    def __init__(self, apps: tuple[str, ...] = ("app.py",), env: dict[str, str] | None = None):
-        self.apps, self.env = apps, env
+    def __init__(self, apps: tuple[str, ...] = ("app.py",), env: dict[str, str] | None = None,
+                 port: int | None = None):
+        self.apps, self.env, self.port = apps, env, port  # (a port of its own: a restart can reuse it)
 
     def __enter__(self) -> Server:
-        port = free_port()
+        port = self.port or free_port()
         cmd = [sys.executable, "-m", "panel", "serve", *self.apps, "--port", str(port),
                "--address", "127.0.0.1", "--allow-websocket-origin", f"localhost:{port}",
                "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1",

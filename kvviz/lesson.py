@@ -13,6 +13,7 @@ import panel as pn
 
 from kvviz import page_text, urlstate
 from kvviz.nodes import BY_KEY, LIVE, NODES
+from kvviz.web.connection import ConnectionNotice
 from kvviz.web.keyboard import Keyboard
 from kvviz.web.lazy import LazySlot
 from kvviz.web.live_html import LiveHTML
@@ -83,7 +84,8 @@ class Lesson:
 
     def node_page(self, key: str) -> pn.Column:
         """One node alone, no template chrome (for an iframe)."""
-        page = pn.Column(self._notice_pane(), self.view(key), self.keyboard, sizing_mode="stretch_width",
+        page = pn.Column(self._notice_pane(), self.view(key), self.keyboard, ConnectionNotice(width=0, height=0, margin=0),
+                         sizing_mode="stretch_width",
                          css_classes=["kv-embed"], margin=(8, 14))
         self.sync_url()
         return page
@@ -99,6 +101,7 @@ class Lesson:
         main = [intro] + [self.slot(n.key) for n in NODES]
         self.slot(NODES[0].key).reveal()
         main.append(pn.Column(pn.pane.Markdown(page_text.FOOTER, css_classes=["kv-footer"]), self.keyboard,
+                              ConnectionNotice(width=0, height=0, margin=0),
                               sizing_mode="stretch_width"))
         template = pn.template.FastListTemplate(
             title=page_text.TITLE, sidebar=[Nav(items_html=NAV_HTML, vertical=True, sizing_mode="stretch_width")],
