@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import json
 import os
 import shutil
@@ -228,6 +229,14 @@ def test_the_status_page_reports_each_backend_in_numbers_only(monkeypatch):
 
 
 # -- a running class server ---------------------------------------------------------------------
+def run_async(coro):
+    """Run a coroutine to the end on a thread of its own: in a pytest process that has run
+    Playwright's sync tests, this thread already has a running event loop."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+
 def _nginx() -> str | None:
     found = class_server.find_nginx()
     if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
@@ -325,7 +334,7 @@ def test_past_the_page_build_limit_a_student_gets_the_busy_page_not_a_blank_one(
         return await asyncio.gather(*(classroom.http_get("127.0.0.1", port, "/app", classroom.source_address(60 + i),
                                                          timeout=120) for i in range(24)))
 
-    answers = asyncio.run(burst())
+    answers = run_async(burst())
     statuses = [status for status, _h, _b in answers]
     assert set(statuses) <= {200, 503} and statuses.count(200) >= 1, statuses
     busy = [(h, b) for status, h, b in answers if status == 503]
@@ -349,7 +358,7 @@ def test_the_teacher_page_is_served_too_and_its_passphrase_printed(server):
 
 def _get_backend(port: int, source: str) -> tuple[int, str | None]:
     """(status, backend) of GET /app through the proxy from `source`."""
-    status, headers, _body = asyncio.run(classroom.http_get("127.0.0.1", port, "/app", source, timeout=120))
+    status, headers, _body = run_async(classroom.http_get("127.0.0.1", port, "/app", source, timeout=120))
     return status, classroom.answered_by(headers.get("x-kvviz-backend"))
 
 
