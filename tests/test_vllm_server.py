@@ -96,3 +96,18 @@ def test_node_state_compares_both_engines_request_by_request(srv, hostile):
     assert all(e.first_divergence is None and len(e.our_ids) == MAX_NEW_TOKENS for e in state.exchanges)
     assert all(e.vllm_cached is not None for e in state.exchanges)
     state.attach().wait_for(lambda s: set(state.our_hashes.values()) <= {b.block_hash for b in s.tree.blocks})
+
+
+def test_evicted_blocks_leave_the_rebuilt_tree(srv, watcher):
+    """Four long prompts of their own need more blocks than the pool's free ones: vLLM evicts
+    cached blocks to make room, its BlockRemoved events say which, and they leave the tree."""
+    before = watcher.latest()
+    cached = {b.block_hash for b in before.tree.blocks}
+    for i in range(4):
+        words = " ".join(f"page{i}-{k}" for k in range(90))[:700]  # 22 blocks of 32 tokens, nothing shared
+        client.complete(srv.url, MODEL_NAME, words, 8)
+    snap = watcher.wait_for(lambda s: s.tree.num_removed > before.tree.num_removed and s.metrics is not None
+                            and s.metrics.running == 0)
+    now = {b.block_hash for b in snap.tree.blocks}
+    assert len(now) <= NUM_BLOCKS and cached - now  # some earlier blocks were evicted ...
+    assert snap.tree.num_stored - snap.tree.num_removed >= len(now)  # ... and only through BlockRemoved

@@ -46,7 +46,7 @@ def server() -> vllm_server_module.VllmServer:
             except RuntimeError as e:
                 pytest.fail(str(e))
             _SERVER = srv
-            atexit.register(srv.stop)
+            atexit.register(srv.close)
         elif _SERVER.proc is None:
             _SERVER.start(port=_SERVER.port)  # a test stopped it: back on the same port
         return _SERVER

@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -131,11 +132,16 @@ class VllmServer:
             self.proc.wait()
         self.proc = None
 
+    def close(self) -> None:
+        """Stop it and delete its directory (the exported model, the sockets, the logs)."""
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
     def __enter__(self) -> VllmServer:
         return self.start()
 
     def __exit__(self, *_exc) -> None:
-        self.stop()
+        self.close()
 
 
 def main(argv: list[str] | None = None) -> None:
