@@ -108,6 +108,10 @@ class Lesson:
             main=main,
             main_max_width="1280px", header_background="#1d3557", accent_base_color="#0072B2",
             sidebar_width=230, theme_toggle=False, font=SYSTEM_FONTS,
+            # No busy spinner: Panel drives every session's spinner from one process-wide busy flag,
+            # so each event in any session updated every session's page (a quarter of a class
+            # server's CPU with 20 students per process, growing with the square of the class).
+            busy_indicator=None,
         )
         template.config.raw_css.append(TEMPLATE_CSS)  # into the page head, not a shadow root
         self.sync_url()
