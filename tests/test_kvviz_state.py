@@ -193,6 +193,31 @@ def test_engine_refusal_of_a_prompt_is_a_notice_and_leaves_both_pools_unchanged(
     assert (len(paging.contiguous.requests), len(paging.paged.requests)) == n
 
 
+def test_step_back_through_several_adds_undoes_one_step_of_both_pools_at_a_time(paging):
+    for _ in range(3):
+        paging.add_request(settle=True)
+    per_pool = [t.steps_before() + [t.trailing_steps] for t in paging.timelines]
+    history = sum(max(steps) for steps in zip(*per_pool, strict=True))  # the pools step together
+    backs = 0
+    while paging.step_back():
+        backs += 1
+        adds = {sum(op.kind == "add" for op in t.ops) for t in paging.timelines}
+        assert len(adds) == 1  # both pools always hold the same requests
+    assert backs == history and paging.step_count == 0
+
+
+def test_stepping_back_past_an_add_then_running_on_is_the_state_without_that_add(paging):
+    two = PagingState()
+    for state in (paging, two):
+        for _ in range(2):
+            state.add_request(settle=True)
+    paging.add_request(settle=True)
+    while len(paging.added) == 3:
+        paging.step_back()
+    paging.settle()
+    assert (paging.contiguous, paging.paged) == (two.contiguous, two.paged)
+
+
 # -- node 03 --------------------------------------------------------------------------------
 def test_radix_sharing_off_then_on(radix):
     m = radix.snapshot.metrics

@@ -90,13 +90,24 @@ class NodeState(param.Parameterized):
 
     def step_back(self) -> bool:
         """Back to the state before the last step (replayed deterministically from the start)."""
-        n = self.step_count
-        if n == 0:
+        if self.step_count == 0:
             self._refresh("Already at the start: no step to undo.")
             return False
-        for t in self.timelines:
-            if t.num_steps == n:
-                t.step_back()
+        # The pools step together, each while it has work: the last step was taken by the pools
+        # with the most steps since the last add or release. Right after an add, the step before
+        # it is undone where it was the last, and the add on every pool (they keep one history).
+        trailing = [t.trailing_steps for t in self.timelines]
+        if max(trailing) > 0:
+            for t, n in zip(self.timelines, trailing, strict=True):
+                if n == max(trailing):
+                    t.step_back()
+        else:
+            before = [t.steps_before()[-1] if t.steps_before() else 0 for t in self.timelines]
+            for t, n in zip(self.timelines, before, strict=True):
+                if n == max(before):
+                    t.step_back()
+                else:  # (its part of that stretch ended earlier: drop only what came after it)
+                    t.replay(t.ops[:max((i + 1 for i, op in enumerate(t.ops) if op.kind == "step"), default=0)])
         self._refresh(playing=False)
         return True
 
