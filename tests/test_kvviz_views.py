@@ -373,3 +373,13 @@ def test_long_texts_are_cut_at_a_word_and_finished_replies_marked_as_stopped():
     out = shown_text(r)
     assert '<span class="kv-prompt">…memory,' in out  # (the system prompt cut before a whole word)
     assert out.endswith('title="stopped by the engine, not ended by the model">…</span>')
+
+
+def test_each_node_shows_only_the_legend_cues_its_pictures_draw():
+    from kvviz.figures.legend import legend_html
+    from kvviz.nodes.fragmentation import text as frag_text
+    from kvviz.nodes.radix import text as radix_text
+
+    assert 'data-cue="gap"' in legend_html(frag_text.LEGEND) and 'data-cue="shared"' not in legend_html(frag_text.LEGEND)
+    assert 'data-cue="shared"' in legend_html(radix_text.LEGEND) and 'data-cue="reserved"' not in legend_html(
+        radix_text.LEGEND)
