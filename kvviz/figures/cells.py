@@ -146,7 +146,7 @@ def place(cells: dict, suffix: str, xs: list[float], ys: list[float], widths: li
     read halo is a little wider than its cell."""
     widths = [CELL_W] * len(xs) if widths is None else widths
     cells["x" + suffix], cells["y" + suffix], cells["cw" + suffix] = xs, ys, widths
-    cells["hw" + suffix] = [w + 0.1 for w in widths]
+    cells["hw" + suffix] = [w + 0.06 for w in widths]
 
 
 def bar_data(cells: dict, fractions: list[float]) -> dict:

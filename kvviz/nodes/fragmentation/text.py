@@ -35,7 +35,7 @@ PREDICT = ("Predict first: with {reserve}-block slabs, R2 is released and a requ
            f"{LONG_REQUEST_BLOCKS} blocks in a row arrives. Will it get its slab?")
 RAN_FIRST = "R1, R2 and R3 were run to the end first; then R2 was released."
 
-STRIP_TITLE = f"GPU KV cache · {FragmentationScenario.NUM_BLOCKS} blocks in address order · contiguous slabs"
+STRIP_TITLE = f"GPU KV cache · {FragmentationScenario.NUM_BLOCKS} blocks, in address order"
 RESERVE_LABEL = "Reserved length (blocks)"
 LEGEND = ("tokens", "reserved", "free", "gap", "read", "bar")
 

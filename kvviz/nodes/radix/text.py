@@ -31,7 +31,7 @@ PREDICT = ("Predict first: the {live} live requests store {stored} blocks, each 
 LEGEND = ("tokens", "free", "shared", "cached", "copy", "read", "bar")
 
 QUESTION_LABEL = "Your question, after the shared system prompt (up to 200 characters)"
-STRIP_TITLE = (f"GPU KV cache · {RadixScenario.NUM_BLOCKS} blocks · paged, one system prompt for every request")
+STRIP_TITLE = f"GPU KV cache · {RadixScenario.NUM_BLOCKS} blocks · paged"
 
 CARDS = (
     Card("BLOCKS STORED", fmt.blocks_stored,
