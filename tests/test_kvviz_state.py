@@ -113,6 +113,33 @@ def test_play_from_idle_rewinds_then_ticks_until_idle(frag):
     assert fmt.in_use(frag.snapshot.metrics) == "12 / 32 · 38%"
 
 
+def test_free_r2_mid_run_first_runs_the_three_to_the_end_so_it_draws_what_its_link_does(frag):
+    linked = FragmentationState()
+    linked.free_r2()
+    frag.rewind()
+    frag.step()
+    frag.free_r2()
+    assert frag.snapshot == linked.snapshot and frag.notice.startswith("R1, R2 and R3 were run to the end first")
+
+
+def test_notices_say_where_and_how_loud(frag, paging):
+    frag.step()  # at idle: information, next to the transport
+    assert (frag.notice_at, frag.notice_level) == ("transport", "info")
+    assert not paging.add_request("")  # a bad prompt: a warning, next to the box and its button
+    assert (paging.notice_at, paging.notice_level) == ("controls", "warning")
+    frag.free_r2()
+    frag.free_r2()
+    assert (frag.notice_at, frag.notice_level) == ("controls", "warning") and "already freed" in frag.notice
+
+
+def test_a_step_lights_what_it_read_and_any_other_action_clears_it(frag):
+    frag.rewind()
+    frag.step()
+    assert frag.show_reads
+    frag.reserve = 9
+    assert not frag.show_reads
+
+
 # -- node 02 --------------------------------------------------------------------------------
 def test_paging_starts_with_no_naive_rejects(paging):
     assert fmt.rejects(paging.contiguous.metrics) == "0"
