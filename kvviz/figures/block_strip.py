@@ -55,7 +55,7 @@ def gap_data(snap: Snapshot, per_row: int, narrow_per_row: int) -> dict:
             while b < end:
                 row_end = min(end, (b // width + 1) * width)
                 n = row_end - b
-                words = f"{length} free" if n >= 3 else str(length)
+                words = f"{length} free" if n >= 2 else str(length)
                 cols["x"].append(b % width + n / 2)
                 cols["y"].append(b // width + 0.5)
                 cols["width"].append(n - 0.04)
