@@ -36,6 +36,19 @@ def largest_gap(m: Metrics) -> str:
     return f"{m.largest_free_run} / {m.blocks_free} free"
 
 
+def stopped_by_slab(snap: Snapshot, r) -> bool:
+    """Whether request view `r` of a contiguous pool finished because its slab was full: the
+    engine's own condition (every slot of its slab holds KV when it finished)."""
+    return (snap.policy == "contiguous" and r.status == "finished" and bool(r.block_table)
+            and r.num_computed >= len(r.block_table) * snap.block_size)
+
+
+def cut_off(snap: Snapshot) -> str:
+    """CUT OFF: replies stopped by a full slab, of the requests holding a slab."""
+    holding = [r for r in snap.requests if r.block_table]
+    return f"{sum(stopped_by_slab(snap, r) for r in holding)} of {len(holding)}"
+
+
 def full(m: Metrics) -> str:
     """CONTIGUOUS / PAGED: the pool's utilisation (tokens held / slots locked)."""
     return f"{percent(m.utilisation)}% full"

@@ -26,6 +26,9 @@ STYLESHEET_URL = f"assets/kvviz.css?v={hashlib.sha256(CSS_PATH.read_bytes()).hex
 LIVE_NODES = tuple(n.key for n in LIVE)
 NAV_HTML = items_html([(n.key, n.number, n.title) for n in NODES])
 SYSTEM_FONTS = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+VIEWPORT = "width=device-width, initial-scale=1"  # phones lay the page out at their own width
+# A node served alone has no template: Panel's base page, plus the viewport tag.
+NODE_PAGE_TEMPLATE = f'{{% block postamble %}}<meta name="viewport" content="{VIEWPORT}">{{% endblock %}}'
 
 
 def link_notice_html(notices: list[str]) -> str:
@@ -87,6 +90,8 @@ class Lesson:
         page = pn.Column(self._notice_pane(), self.view(key), self.keyboard, ConnectionNotice(width=0, height=0, margin=0),
                          sizing_mode="stretch_width",
                          css_classes=["kv-embed"], margin=(8, 14))
+        if pn.state.curdoc is not None:
+            pn.state.curdoc.template = NODE_PAGE_TEMPLATE
         self.sync_url()
         return page
 
@@ -100,14 +105,16 @@ class Lesson:
         # The first node is built with the page; the others when the student gets near them.
         main = [intro] + [self.slot(n.key) for n in NODES]
         self.slot(NODES[0].key).reveal()
-        main.append(pn.Column(pn.pane.Markdown(page_text.FOOTER, css_classes=["kv-footer"]), self.keyboard,
+        main.append(pn.Column(pn.pane.Markdown(page_text.SUMMARY, sizing_mode="stretch_width",
+                                               css_classes=["kv-prose", "kv-summary"]),
+                              pn.pane.Markdown(page_text.FOOTER, css_classes=["kv-footer"]), self.keyboard,
                               ConnectionNotice(width=0, height=0, margin=0),
                               sizing_mode="stretch_width"))
         template = pn.template.FastListTemplate(
             title=page_text.TITLE, sidebar=[Nav(items_html=NAV_HTML, vertical=True, sizing_mode="stretch_width")],
             main=main,
             main_max_width="1280px", header_background="#1d3557", accent_base_color="#0072B2",
-            sidebar_width=230, theme_toggle=False, font=SYSTEM_FONTS,
+            sidebar_width=230, theme_toggle=False, font=SYSTEM_FONTS, meta_viewport=VIEWPORT,
             # No busy spinner: Panel drives every session's spinner from one process-wide busy flag,
             # so each event in any session updated every session's page (a quarter of a class
             # server's CPU with 20 students per process, growing with the square of the class).

@@ -11,6 +11,24 @@ reply, and so its cache, will grow. Below, a small real model serves real reques
 of fixed-size **blocks** (16 tokens each). Every cell you see is one of the engine's blocks.
 """
 
+SUMMARY = """
+### In short: the three ideas
+
+1. **Why memory goes to waste.** A reply's cache grows token by token to a length nobody can
+   know when it starts. An engine that sets aside the longest possible slab up front leaves
+   most of it holding nothing (internal fragmentation), and the holes that released slabs leave
+   behind are often too short for the next request (external fragmentation).
+2. **Pages: PagedAttention.** Hand the cache out in small blocks of a fixed size, one more only
+   when the last is full, and give every request a block table from its logical pages to
+   wherever its blocks happen to be. At most one part-filled block per request is wasted, and
+   any free block will do for any request: the virtual memory of an operating system, applied
+   to keys and values.
+3. **Sharing: RadixAttention.** Requests that open with the same tokens hold the same keys and
+   values for them. Cached prefixes kept in a radix tree let a new request reuse those blocks
+   rather than compute and store them again; only its own suffix costs memory and prefill.
+   When the pool runs dry, the prefixes nobody is using go first, least recently used first.
+"""
+
 FOOTER = (
     "Every block, token and number on this page comes from the engine's snapshots "
     "(`engine.snapshot()`), computed by a real model; nothing is simulated."

@@ -113,6 +113,33 @@ def test_play_from_idle_rewinds_then_ticks_until_idle(frag):
     assert fmt.in_use(frag.snapshot.metrics) == "12 / 32 · 38%"
 
 
+def test_free_r2_mid_run_first_runs_the_three_to_the_end_so_it_draws_what_its_link_does(frag):
+    linked = FragmentationState()
+    linked.free_r2()
+    frag.rewind()
+    frag.step()
+    frag.free_r2()
+    assert frag.snapshot == linked.snapshot and frag.notice.startswith("R1, R2 and R3 were run to the end first")
+
+
+def test_notices_say_where_and_how_loud(frag, paging):
+    frag.step()  # at idle: information, next to the transport
+    assert (frag.notice_at, frag.notice_level) == ("transport", "info")
+    assert not paging.add_request("")  # a bad prompt: a warning, next to the box and its button
+    assert (paging.notice_at, paging.notice_level) == ("controls", "warning")
+    frag.free_r2()
+    frag.free_r2()
+    assert (frag.notice_at, frag.notice_level) == ("controls", "warning") and "already freed" in frag.notice
+
+
+def test_a_step_lights_what_it_read_and_any_other_action_clears_it(frag):
+    frag.rewind()
+    frag.step()
+    assert frag.show_reads
+    frag.reserve = 9
+    assert not frag.show_reads
+
+
 # -- node 02 --------------------------------------------------------------------------------
 def test_paging_starts_with_no_naive_rejects(paging):
     assert fmt.rejects(paging.contiguous.metrics) == "0"
@@ -193,6 +220,31 @@ def test_engine_refusal_of_a_prompt_is_a_notice_and_leaves_both_pools_unchanged(
     assert (len(paging.contiguous.requests), len(paging.paged.requests)) == n
 
 
+def test_step_back_through_several_adds_undoes_one_step_of_both_pools_at_a_time(paging):
+    for _ in range(3):
+        paging.add_request(settle=True)
+    per_pool = [t.steps_before() + [t.trailing_steps] for t in paging.timelines]
+    history = sum(max(steps) for steps in zip(*per_pool, strict=True))  # the pools step together
+    backs = 0
+    while paging.step_back():
+        backs += 1
+        adds = {sum(op.kind == "add" for op in t.ops) for t in paging.timelines}
+        assert len(adds) == 1  # both pools always hold the same requests
+    assert backs == history and paging.step_count == 0
+
+
+def test_stepping_back_past_an_add_then_running_on_is_the_state_without_that_add(paging):
+    two = PagingState()
+    for state in (paging, two):
+        for _ in range(2):
+            state.add_request(settle=True)
+    paging.add_request(settle=True)
+    while len(paging.added) == 3:
+        paging.step_back()
+    paging.settle()
+    assert (paging.contiguous, paging.paged) == (two.contiguous, two.paged)
+
+
 # -- node 03 --------------------------------------------------------------------------------
 def test_radix_sharing_off_then_on(radix):
     m = radix.snapshot.metrics
@@ -235,33 +287,98 @@ def test_toggling_sharing_replays_the_students_questions(radix):
 
 
 # -- explain it back ------------------------------------------------------------------------
-def test_self_checks_read_the_live_state(frag, paging, radix):
+def test_self_checks_are_answered_by_the_engine_after_the_student(frag, paging, radix):
     ex = ExplainState(frag, paging, radix)
-    assert ex.check("reserved_empty", "12")
-    assert "Right" in ex.feedback["reserved_empty"]
-    frag.reserve = 16
-    assert not ex.check("reserved_empty", "12")
-    assert "Not quite" in ex.feedback["reserved_empty"]
-    assert ex.truth("without_sharing") == RadixScenario().snapshot().metrics.blocks_without_sharing
-    assert not ex.check("naive_rejects", "lots")
-    assert "whole number" in ex.feedback["naive_rejects"]
+    frag.reserve = 6  # R4 then fits in the free tail, so the longest run after freeing R2 is R2's hole
+    truth = FragmentationScenario(6)
+    truth.free_r2()
+    assert ex.engine_answer("gap_after_free") == truth.snapshot().metrics.largest_free_run == 6
+    assert frag.snapshot.metrics.largest_free_run == 14 and not frag.freed_r2  # (node 01 itself: untouched)
+    assert ex.check("gap_after_free", "6")
+    assert ex.feedback["gap_after_free"].startswith("Right: you said 6, the engine says 6.")
+    assert ex.responses["gap_after_free"]["question"] == ex.question("gap_after_free")
+
+
+def test_a_self_check_answer_is_committed_until_the_node_changes_the_question(frag, paging, radix):
+    ex = ExplainState(frag, paging, radix)
+    assert not ex.check("empty_other_reserve", "3")  # 8 -> "if the slabs were 10": 18 empty
+    assert ex.responses["empty_other_reserve"]["outcome"] == "18"
+    assert not ex.check("empty_other_reserve", "18")  # the first answer stands
+    assert "already" in ex.feedback["empty_other_reserve"]
+    frag.reserve = 10  # a new question: "if the slabs were 6"
+    assert ex.is_open("empty_other_reserve")
+    assert ex.check("empty_other_reserve", str(FragmentationScenario(6).snapshot().metrics.blocks_reserved_empty))
+
+
+def test_self_checks_for_nodes_02_and_03_run_on_copies_of_their_engines(frag, paging, radix):
+    ex = ExplainState(frag, paging, radix)
+    before = (paging.contiguous, paging.paged, radix.snapshot)
+    more = ex.engine_answer("adds_before_refusal")
+    for _ in range(more):
+        paging.add_request(settle=True)
+    assert paging.contiguous.metrics.rejected == 0
+    paging.add_request(settle=True)
+    assert paging.contiguous.metrics.rejected == 1  # the engine's answer, played out on the node itself
+    assert ex.engine_answer("stored_switched") == RadixScenario(prefix_sharing=True).snapshot().metrics.blocks_stored
+    assert radix.snapshot == before[2] and not radix.sharing
+
+
+def test_facts_withhold_an_open_checks_answer_until_it_is_given(frag, paging, radix):
+    ex = ExplainState(frag, paging, radix)
+    radix.sharing = True  # now the facts would say 36 blocks without sharing: the answer for "switched off"
+    assert ex.engine_answer("stored_switched") == 36
+    assert not any("36" in fact for fact in ex.facts()) and any("withheld" in fact for fact in ex.facts())
+    ex.check("stored_switched", "20")
+    assert any("against 36 without sharing" in fact for fact in ex.facts())
 
 
 def test_self_check_answer_that_python_would_choke_on_gets_a_message(frag, paging, radix):
     ex = ExplainState(frag, paging, radix)
-    for typed in ("²", "9" * 5000):
-        assert not ex.check("reserved_empty", typed)
-        assert "whole number" in ex.feedback["reserved_empty"]
+    for typed in ("²", "9" * 5000, "lots"):
+        assert not ex.check("gap_after_free", typed)
+        assert "whole number" in ex.feedback["gap_after_free"]
+    assert ex.is_open("gap_after_free") and ex.responses == {}
 
 
-def test_download_holds_the_answer_and_the_state(frag, paging, radix):
+def test_node_predictions_meet_the_engines_outcome_and_reach_explain_it_back(frag, paging, radix):
+    ex = ExplainState(frag, paging, radix)
+    assert not frag.predict("maybe") and "Choose one of" in frag.prediction_note
+    assert frag.predict("admitted")
+    frag.free_r2()
+    assert frag.predictions[-1] == {"node": "fragmentation", "question": frag.predictions[-1]["question"],
+                                    "predicted": "admitted", "outcome": "refused", "right": False}
+    assert frag.question() is None and frag.predicted == {}
+    assert radix.predict("18")
+    radix.sharing = True
+    assert radix.predictions[-1]["outcome"] == "18" and radix.predictions[-1]["right"]
+    ex.check("gap_after_free", "8")
+    assert [p["node"] for p in ex.predictions] == ["fragmentation", "radix", "fragmentation"]
+    assert all(set(p) == {"node", "question", "predicted", "outcome", "right"} for p in ex.predictions)
+
+
+def test_a_prediction_for_a_request_added_while_playing_waits_for_its_admission(paging):
+    assert paging.predict("refused")
+    paging.add_request()  # admitted at once (a step is taken): resolved now
+    assert paging.predictions[-1]["outcome"] == "admitted" and not paging.predictions[-1]["right"]
+    assert paging.predict("admitted")
+    paging.add_request()  # added while the first is playing: it waits for the next tick
+    assert paging.predicted and paging.scenario.contiguous.snapshot().requests[-1].status == "waiting"
+    paging.tick()
+    assert paging.predicted == {} and paging.predictions[-1]["outcome"] == "refused"
+
+
+def test_download_holds_the_answer_the_predictions_and_the_state(frag, paging, radix):
     ex = ExplainState(frag, paging, radix)
     ex.answer = "Paging is like virtual memory."
+    frag.predict("refused")
+    frag.free_r2()
     md = ex.markdown()
     assert "Paging is like virtual memory." in md
+    assert "I predicted: refused; the engine: refused (right)." in md
     record = json.loads(md.split("```json\n")[1].split("```")[0])
-    assert record["fragmentation"]["metrics"]["blocks_reserved_empty"] == 12
+    assert record["fragmentation"]["metrics"]["blocks_reserved_empty"] == 8  # R2 freed: R1 and R3 hold 4 each
     assert record["radix"]["metrics"]["blocks_without_sharing"] == 36
+    assert record["predictions"] == ex.predictions
 
 
 def test_step_back_past_free_r2_clears_it(frag):

@@ -51,6 +51,14 @@ def test_url_numbers_that_python_would_choke_on_fall_back_with_a_notice(search):
     assert len(s.notices) == 1
 
 
+@pytest.mark.parametrize("search, value", [("?free_r2=yes", True), ("?sharing=2", False), ("?sharing=on", True),
+                                           ("?free_r2=", False), ("?sharing=no", False)])
+def test_url_flags_other_than_1_or_0_are_read_with_a_notice_alike(search, value):
+    s = urlstate.parse_search(search)
+    assert field(s, search[1:].split("=")[0]) is value
+    assert len(s.notices) == 1 and "1 or 0" in s.notices[0]
+
+
 def test_whole_number_reads_only_short_ascii_numbers():
     assert [fmt.whole_number(t) for t in ("12", "-3", "0")] == [12, -3, 0]
     assert [fmt.whole_number(t) for t in ("", "-", "²", "1.5", " 4", "9" * 7)] == [None] * 6

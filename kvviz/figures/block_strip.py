@@ -1,173 +1,121 @@
 """A block strip: one Bokeh cell per physical block of a pool, updated in place from snapshots.
 
-Cues (colour is never the only one): tokens = filled in the owner's colour with its name;
-reserved-but-empty = white with hatching in the owner's colour; free = light grey outline;
-shared by several requests = thick black outline and "×n"; cached-idle (held only by the prefix
-cache) = grey with a dashed outline and "cache"; a full block holding the same tokens as an
-earlier one (a duplicate sharing would avoid) = dotted, paler, "≡"; a dark bar at the foot of every cell shows
-tokens / block size. Hover any cell for its block id, owners, page, tokens, ref count and text.
-Tooltip fields are HTML-escaped by Bokeh (no `{safe}` anywhere), so block text stays text.
-
-Hatching and dots are drawn as line segments (HATCH_LINES per cell, hidden where unused), not
-with Bokeh's per-cell `hatch_pattern`: BokehJS paints a fresh pattern canvas for every cell
-of every copy of the glyph on each update, which cost tens of milliseconds per strip and click.
-An update sends only the columns that changed (kvviz/sources.py).
+Each cell is drawn in the strip's visual language (kvviz/figures/cells.py). Two optional layers:
+`gaps` boxes every run of free blocks with its length, so that separate holes look separate
+(node 01's lesson); `reads` lights up the blocks the attention kernel read in the last engine
+step (`Snapshot.block_reads`), and the hover says which requests read each one through which
+page of their block table. Hover any cell for its block id, owners, page, tokens, ref count
+and text. An update sends only the columns that changed (kvviz/web/sources.py).
 """
 
 from __future__ import annotations
 
+import html
+
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, CustomJS, HoverTool, Quad, Rect, Segment, Text
+from bokeh.models import ColumnDataSource, HoverTool, Rect, Text
 from bokeh.plotting import figure
 
 from engine import Snapshot, ceil_div
-from kvviz import formatting as fmt
+from kvviz.figures.cells import CELL_H, LAYOUTS, bar_data, cells_of, draw_cells, hatch_data, place
+from kvviz.figures.reflow import Frame, reflow
+from kvviz.web.live_html import LiveHTML
 from kvviz.web.redraw import Redraw
 from kvviz.web.refs import Ref, value, watch
-from kvviz.web.sources import assign, binary
+from kvviz.web.sources import assign, binary, padded
 
-# Okabe & Ito's colour-blind-safe palette (black left out: it is the outline colour).
-OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
-DARK_FILLS = {"#0072B2", "#D55E00", "#009E73", "#CC79A7"}
-FREE_FILL, FREE_LINE, CACHED_FILL = "#f4f4f4", "#b9b9b9", "#bdbdbd"
-CELL_W, CELL_H = 0.9, 0.8  # a cell, in data units (one unit per block across, per row down)
-DIAGONALS, RULES = 5, 2  # a cell's stripes: "/" for reserved (owner's colour), dotted "=" for a copy
-HATCH_LINES = DIAGONALS + RULES
-PER_ROW = 16  # cells per row on a wide screen
-NARROW_PER_ROW = 8  # ... and when the figure is narrower than NARROW_PX (a phone)
+PER_ROW = 16  # cells per row on a wide screen (the strips of nodes 02 and 03)
+NARROW_PER_ROW = 8  # ... and on a narrow one (a phone)
+MIN_CELL_PX = 24  # narrower cells than this switch the strip to NARROW_PER_ROW
 NARROW_PX = 520
 ROW_PX = 46
 
-STATE_WORDS = {
-    "free": "free",
-    "reserved": "reserved, holds no token",
-    "tokens": "holds tokens",
-    "cached": "cached prefix, idle (evictable)",
-}
+
+def free_runs(snap: Snapshot) -> list[tuple[int, int]]:
+    """(first block, length) of every run of consecutive free blocks, in physical order."""
+    runs, start = [], None
+    for b in (*snap.blocks, None):
+        if b is not None and b.state == "free":
+            start = b.block_id if start is None else start
+        elif start is not None:
+            runs.append((start, (b.block_id if b is not None else len(snap.blocks)) - start))
+            start = None
+    return runs
 
 
-def owner_colour(request_id: int) -> str:
-    return OKABE_ITO[(request_id - 1) % len(OKABE_ITO)]
+def gap_data(snap: Snapshot, per_row: int, narrow_per_row: int) -> dict:
+    """One box per row segment of each free run, in both layouts (pure), labelled with the
+    run's length; a run that goes on to the next row says so ("…")."""
+    out: dict[str, dict] = {}
+    for suffix, width in zip(LAYOUTS, (per_row, narrow_per_row), strict=True):
+        cols: dict[str, list] = {"x": [], "y": [], "width": [], "text": []}
+        for start, length in free_runs(snap):
+            b, end = start, start + length
+            while b < end:
+                row_end = min(end, (b // width + 1) * width)
+                n = row_end - b
+                words = f"{length} free" if n >= 2 else str(length)
+                cols["x"].append(b % width + n / 2)
+                cols["y"].append(b // width + 0.5)
+                cols["width"].append(n - 0.04)
+                cols["text"].append(("… " if b > start else "") + words + (" …" if row_end < end else ""))
+                b = row_end
+        out[suffix] = padded(cols, len(snap.blocks), ("x", "y", "width"), blank={"text": ""})
+    return {k + s: v for s, cols in out.items() for k, v in cols.items()}
 
 
-def _cell(b, names: dict[int, str], block_size: int) -> dict:
-    """Look and hover text of one BlockView."""
-    owners = [names.get(o, f"R{o}") for o in b.owners]
-    base = owner_colour(b.owners[0]) if b.owners else CACHED_FILL
-    look = {"fill": base, "alpha": 0.9, "line": "#333333", "width": 1.0, "dash": "solid", "hatch": " ",
-            "label": owners[0] if owners else "", "ink": "#ffffff" if base in DARK_FILLS else "#111111"}
-    if b.state == "free":
-        look.update(fill=FREE_FILL, alpha=1.0, line=FREE_LINE, label="")
-    elif b.state == "cached":
-        look.update(fill=CACHED_FILL, dash="dashed", line="#555555", label="cache", ink="#111111")
-    elif b.state == "reserved":
-        look.update(fill="#ffffff", alpha=1.0, line=base, width=1.5, hatch="/", label=owners[0], ink="#111111")
-    if len(owners) > 1:
-        look.update(fill="#8a8a8a", line="#000000", width=3.5, label=f"×{len(owners)}", ink="#111111")
-    state = STATE_WORDS[b.state] + (f", shared by {len(owners)} requests" if len(owners) > 1 else "")
-    return {
-        **look,
-        "block_id": b.block_id,
-        "state": state,
-        "owners": ", ".join(owners) or ("prefix cache" if b.state == "cached" else "nobody"),
-        "page": str(b.logical_page) if b.logical_page >= 0 else "–",
-        "tokens": f"{b.num_tokens} / {block_size}",
-        "ref_count": b.ref_count,
-        "text": fmt.excerpt(b.text, 48) if b.text else "(no tokens)",
-    }
+def last_reads(snap: Snapshot) -> dict[int, list[tuple[str, int]]]:
+    """Block -> (request, page) for each running request whose attention read it in the last
+    engine step, when that step was a decode step; {} otherwise (a prefill step reads no
+    cache through the decode kernel, and `block_reads` then still holds an older step's)."""
+    if snap.step == 0 or not any(snap.block_reads):
+        return {}
+    now = [e for e in snap.events if e.step == snap.step]
+    if any(e.kind == "request_admitted" for e in now):
+        return {}
+    decoded = {e.request_id for e in now if e.kind == "request_finished"}
+    decoded |= {r.request_id for r in snap.requests if r.status == "running"}
+    out: dict[int, list[tuple[str, int]]] = {b: [] for b, n in enumerate(snap.block_reads) if n}
+    for r in snap.requests:
+        if r.request_id in decoded:
+            for page, b in enumerate(r.block_table):
+                if b in out:
+                    out[b].append((r.name, page))
+    return out
 
 
-def _mark_copies(snap: Snapshot, rows: list[dict]) -> None:
-    """Dot the full blocks that hold exactly the tokens of an earlier block at the same page: the
-    duplicates prefix sharing would store once. (A display cue only; metrics come from the engine.)"""
-    first: dict[tuple, int] = {}
-    for b, row in zip(snap.blocks, rows, strict=True):
-        if b.state != "tokens" or b.num_tokens != snap.block_size:
-            continue
-        key = (b.logical_page, b.text)
-        if key in first:
-            row.update(hatch=".", alpha=0.55, state=row["state"] + f", a copy of block {first[key]}")
-            row["label"] += "≡"
-        else:
-            first[key] = b.block_id
+def reads_caption(snap: Snapshot, shown: bool) -> str:
+    if not shown or not (reads := last_reads(snap)):
+        return '<div class="kv-reads kv-empty"></div>'
+    readers = {name for who in reads.values() for name, _ in who}
+    shared = sum(len(who) > 1 for who in reads.values())
+    text = (f"Step {snap.step}: the attention kernel read {len(reads)} block{'s' if len(reads) != 1 else ''} "
+            f"(red halo) for {len(readers)} request{'s' if len(readers) != 1 else ''}")
+    if shared:
+        most = max(len(who) for who in reads.values())
+        text += f"; {shared} of them held once and read by up to {most} requests, each through its own block table"
+    return f'<div class="kv-reads" role="status">{html.escape(text)}. Hover a block: who read it, through which page.</div>'
 
 
-def _stripes() -> list[tuple[float, float, float, float]]:
-    """A cell's HATCH_LINES segments (dx0, dy0, dx1, dy1) from its centre, in data units (y grows
-    downwards): DIAGONALS "/" stripes, then RULES horizontal rules."""
-    w, h = CELL_W / 2, CELL_H / 2
-    out = []
-    for k in range(DIAGONALS):  # lines u - v = c across the cell, u right and v up, both in [-1, 1]
-        c = 4 * (k + 1) / (DIAGONALS + 1) - 2
-        (u0, v0), (u1, v1) = ((-1 + c, -1), (1, 1 - c)) if c >= 0 else ((-1, -1 - c), (1 + c, 1))
-        out.append((u0 * w, -v0 * h, u1 * w, -v1 * h))
-    return out + [(-w, v * h, w, v * h) for v in (-0.62, 0.62)[:RULES]]
-
-
-STRIPES = _stripes()
-
-
-def _hatch_data(cells: dict) -> dict:
-    """Every cell's HATCH_LINES stripes, in both layouts. The geometry never changes; a cell's
-    pattern only shows or hides its stripes (alpha) and colours them, so an update sends just
-    the `colour` and `alpha` columns. Reserved ("/"): the diagonals in the owner's colour;
-    copy ("."): the rules, dotted."""
-    lines: dict[str, list] = {k: [] for k in ("colour", "alpha", "dash")}
-    for suffix in ("", "_n"):
-        for k in ("x0", "y0", "x1", "y1"):
-            lines[k + suffix] = []
-    for i, pattern in enumerate(cells["hatch"]):
-        for j, stripe in enumerate(STRIPES):
-            diagonal = j < DIAGONALS
-            shown = pattern == ("/" if diagonal else ".")
-            lines["colour"].append(cells["line"][i] if shown and diagonal else "#333333")
-            lines["alpha"].append((0.8 if diagonal else 0.6) if shown else 0.0)
-            lines["dash"].append("solid" if diagonal else "dotted")
-            for suffix in ("", "_n"):
-                x, y = cells["x" + suffix][i], cells["y" + suffix][i]
-                for k, centre, d in zip(("x0", "y0", "x1", "y1"), (x, y, x, y), stripe, strict=True):
-                    lines[k + suffix].append(centre + d)
-    return lines
-
-
-def strip_data(snap: Snapshot) -> tuple[dict, dict, dict]:
+def strip_data(snap: Snapshot, per_row: int = PER_ROW, narrow_per_row: int = NARROW_PER_ROW,
+               show_reads: bool = True) -> tuple[dict, dict, dict]:
     """Column data for the cells, the fill bars and the hatch stripes of a snapshot (pure: no
-    Bokeh objects). Every column keeps its length from one snapshot of a pool to the next.
-
-    Positions come twice: `x`, `y`, `left` … for PER_ROW cells a row, and `x_n`, `y_n`,
-    `left_n` … for NARROW_PER_ROW; the browser picks one set by the figure's width."""
-    names = {r.request_id: r.name for r in snap.requests}
-    rows = [_cell(b, names, snap.block_size) for b in snap.blocks]
-    _mark_copies(snap, rows)
+    Bokeh objects), with positions for both layouts (kvviz/figures/reflow.py). Every column
+    keeps its length from one snapshot of a pool to the next."""
+    rows = cells_of(snap)
+    reads = last_reads(snap) if show_reads else {}
+    for row in rows:
+        who = reads.get(row["block_id"])
+        row["read"] = 1.0 if who is not None else 0.0
+        row["reads"] = ("; ".join(f"{n} via its page {p}" for n, p in who) or "a request since released"
+                        if who is not None else "not in the last step")
     cells = {k: [r[k] for r in rows] for k in rows[0]} if rows else {}
-    bars: dict[str, list] = {}
-    frac = [b.num_tokens / snap.block_size for b in snap.blocks]
-    for suffix, per_row in (("", PER_ROW), ("_n", NARROW_PER_ROW)):
-        xs = [b.block_id % per_row + 0.5 for b in snap.blocks]
-        ys = [b.block_id // per_row + 0.5 for b in snap.blocks]
-        cells["x" + suffix], cells["y" + suffix] = xs, ys
-        bars["left" + suffix] = [x - 0.4 for x in xs]
-        bars["right" + suffix] = [x - 0.4 + 0.8 * f for x, f in zip(xs, frac, strict=True)]
-        bars["top" + suffix] = [y + 0.26 for y in ys]
-        bars["bottom" + suffix] = [y + 0.36 for y in ys]
-    return cells, bars, _hatch_data(cells)
-
-
-# Runs in the browser whenever the figure's drawn width changes: switch every glyph to the
-# narrow (or wide) set of position columns and resize the ranges and the height to match.
-REFLOW_JS = """
-const narrow = fig.inner_width > 0 && fig.inner_width < narrow_px;
-const sfx = narrow ? "_n" : "";
-if (fig.x_range.end === (narrow ? narrow_per_row : per_row)) return;
-const rows = Math.ceil(count / (narrow ? narrow_per_row : per_row));
-for (const r of [cells, labels]) { r.glyph.x = {field: "x" + sfx}; r.glyph.y = {field: "y" + sfx}; }
-for (const k of ["left", "right", "top", "bottom"]) { bars.glyph[k] = {field: k + sfx}; }
-for (const k of ["x0", "y0", "x1", "y1"]) { stripes.glyph[k] = {field: k + sfx}; }
-fig.x_range.end = narrow ? narrow_per_row : per_row;
-fig.y_range.start = rows;
-fig.height = rows * row_px + 28;
-"""
+    for suffix, width in zip(LAYOUTS, (per_row, narrow_per_row), strict=True):
+        place(cells, suffix, [b.block_id % width + 0.5 for b in snap.blocks],
+              [b.block_id // width + 0.5 for b in snap.blocks])
+    bars = bar_data(cells, [b.num_tokens / snap.block_size for b in snap.blocks])
+    return cells, bars, hatch_data(cells)
 
 
 class BlockStrip(pn.viewable.Viewer):
@@ -175,50 +123,71 @@ class BlockStrip(pn.viewable.Viewer):
     that snapshot changes."""
 
     snapshot = Ref("the snapshot parameter to draw")
+    reads = param.ClassSelector(class_=param.Parameter, default=None, allow_refs=False,
+                                doc="a Boolean parameter (same owner): show the last step's reads while True")
     title = param.String(default="")
+    per_row = param.Integer(default=PER_ROW, bounds=(1, None), doc="cells per row on a wide screen")
+    gaps = param.Boolean(default=False, doc="box every run of free blocks with its length")
 
     def __init__(self, **params):
         super().__init__(**params)
         snap = value(self.snapshot)
-        rows = ceil_div(len(snap.blocks), PER_ROW)
-        cells, bars, lines = (binary(d) for d in strip_data(snap))
+        cells, bars, lines = (binary(d) for d in self._data())
         self.cells, self.bars, self.lines = ColumnDataSource(cells), ColumnDataSource(bars), ColumnDataSource(lines)
         hover = HoverTool(tooltips=[
             ("block", "@block_id"), ("state", "@state"), ("owner(s)", "@owners"), ("logical page", "@page"),
             ("tokens", "@tokens"), ("ref count", "@ref_count"), ("text", "@text"),
-        ])
+        ] + ([("read in the last step by", "@reads")] if self.reads is not None else []))
+        rows, narrow_rows = ceil_div(len(snap.blocks), self.per_row), ceil_div(len(snap.blocks), NARROW_PER_ROW)
         fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
-                     height=rows * ROW_PX + 28, x_range=(0, PER_ROW), y_range=(rows, 0), tools=[hover],
+                     height=rows * ROW_PX + 28, x_range=(0, self.per_row), y_range=(rows, 0), tools=[hover],
                      toolbar_location=None, sizing_mode="stretch_width", min_border=4, title=self.title)
         fig.outline_line_color = None
         fig.title.text_font_size = "15px"
-        # (add_glyph, not fig.rect & co: those also build a nonselection and a muted copy of each
-        # glyph, which the browser makes by itself when needed)
-        cell = fig.add_glyph(self.cells, Rect(
-            x="x", y="y", width=CELL_W, height=CELL_H, fill_color="fill", fill_alpha="alpha",
-            line_color="line", line_width="width", line_dash="dash"))
-        hover.renderers = [cell]
-        stripes = fig.add_glyph(self.lines, Segment(
-            x0="x0", y0="y0", x1="x1", y1="y1", line_color="colour", line_alpha="alpha", line_dash="dash",
-            line_width=1.5))
-        bars = fig.add_glyph(self.bars, Quad(
-            left="left", right="right", top="top", bottom="bottom", fill_color="#222222", fill_alpha=0.75,
-            line_color=None))
-        labels = fig.add_glyph(self.cells, Text(
-            x="x", y="y", text="label", text_align="center", text_baseline="middle", text_font_size="12px",
-            text_font_style="bold", text_color="ink", y_offset=-3))
-        fig.js_on_change("inner_width", CustomJS(code=REFLOW_JS, args=dict(
-            fig=fig, cells=cell, labels=labels, bars=bars, stripes=stripes, count=len(snap.blocks), per_row=PER_ROW,
-            narrow_per_row=NARROW_PER_ROW, narrow_px=NARROW_PX, row_px=ROW_PX)))
+        drawn = draw_cells(fig, self.cells, self.bars, self.lines)
+        hover.renderers = [drawn["cell"]]
+        switched = [(drawn[k], drawn["props"][k]) for k in ("halo", "cell", "stripes", "bar", "label")]
+        fonts = [(fig.title, "text_font_size", "15px", "20px"), (drawn["label"].glyph, "text_font_size", "12px", "17px")]
+        self.gap_source = None
+        if self.gaps:
+            self.gap_source = ColumnDataSource(binary(gap_data(snap, self.per_row, NARROW_PER_ROW)))
+            box = fig.add_glyph(self.gap_source, Rect(x="x", y="y", width="width", height=CELL_H + 0.12,
+                                                      fill_alpha=0, line_color="#444444", line_width=2,
+                                                      line_dash="dashed"))
+            words = fig.add_glyph(self.gap_source, Text(x="x", y="y", text="text", text_align="center",
+                                                        text_baseline="middle", text_font_size="13px",
+                                                        text_font_style="bold", text_color="#444444"))
+            switched += [(box, ("x", "y", "width")), (words, ("x", "y", "text"))]
+            fonts.append((words.glyph, "text_font_size", "13px", "18px"))
+        reflow(fig, switched, max(NARROW_PX, self.per_row * MIN_CELL_PX),
+               Frame(0, self.per_row, rows, 0, rows * ROW_PX + 28),
+               Frame(0, NARROW_PER_ROW, narrow_rows, 0, narrow_rows * ROW_PX + 28), fonts)
         self.figure = fig
         self._pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width", css_classes=["kv-strip"])
-        watch(self.snapshot, Redraw(self._update))
+        self._caption = None
+        if self.reads is not None:
+            self._caption = LiveHTML(reads_caption(snap, value(self.reads)), sizing_mode="stretch_width",
+                                     margin=(0, 10))
+            watch(self.snapshot, Redraw(self._update), self.reads)
+            self._layout = pn.Column(self._pane, self._caption, sizing_mode="stretch_width")
+        else:
+            watch(self.snapshot, Redraw(self._update))
+            self._layout = self._pane
+
+    def _data(self):
+        shown = value(self.reads) if self.reads is not None else False
+        return strip_data(value(self.snapshot), self.per_row, NARROW_PER_ROW, shown)
 
     def _update(self) -> None:
-        cells, bars, lines = strip_data(value(self.snapshot))
+        cells, bars, lines = self._data()
+        snap = value(self.snapshot)
         with pn.io.hold():
             for source, data in ((self.cells, cells), (self.bars, bars), (self.lines, lines)):
                 assign(source, binary(data))
+            if self.gap_source is not None:
+                assign(self.gap_source, binary(gap_data(snap, self.per_row, NARROW_PER_ROW)))
+            if self._caption is not None:
+                self._caption.object = reads_caption(snap, value(self.reads))
 
     def __panel__(self):
-        return self._pane
+        return self._layout

@@ -1,32 +1,42 @@
-"""The block strip's legend: each cue it draws, drawn small with its meaning (static HTML)."""
+"""The block strip's legend: each cue it draws, drawn small with its meaning (static HTML).
+
+A node shows only the cues its pictures can draw (`legend(("tokens", "free", …))`)."""
 
 from __future__ import annotations
 
 import panel as pn
 
-LEGEND_HTML = """
-<div class="kv-legend" aria-label="How to read the block strip">
-  <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#E69F00" stroke="#333"/></svg>
-    holds tokens (colour and name = request)</span>
-  <span><svg width="22" height="16"><defs><pattern id="kvh" width="5" height="5" patternUnits="userSpaceOnUse"
-    patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="5" stroke="#56B4E9" stroke-width="2"/></pattern></defs>
-    <rect x="1" y="1" width="20" height="14" fill="url(#kvh)" stroke="#56B4E9" stroke-width="1.5"/></svg>
-    reserved, empty (hatched)</span>
-  <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#f4f4f4" stroke="#b9b9b9"/></svg>
-    free</span>
-  <span><svg width="22" height="16"><rect x="2" y="2" width="18" height="12" fill="#8a8a8a" stroke="#000"
-    stroke-width="3"/></svg> shared by several requests (×n)</span>
-  <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#bdbdbd" stroke="#555"
-    stroke-dasharray="3 2"/></svg> cached, idle (dashed)</span>
-  <span><svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#E69F00" fill-opacity="0.55"
-    stroke="#333"/><path d="M2 4.5H20M2 11.5H20" stroke="#333" stroke-opacity="0.6" stroke-width="1.5"
-    stroke-dasharray="1.5 2"/></svg>
-    ≡ copy: same tokens as an earlier block (dotted)</span>
-  <span><svg width="22" height="16"><rect x="1" y="10" width="14" height="4" fill="#222"/></svg>
-    bar = tokens / block size</span>
-</div>
-"""
+from kvviz.figures.cells import READ_HALO
+
+ENTRIES = {
+    "tokens": '<svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#E69F00" stroke="#333"/>'
+              "</svg> holds tokens (colour and name = request)",
+    "reserved": '<svg width="22" height="16"><path d="M1 11L8 1M6 15L16 1M13 15L21 4" stroke="#56B4E9" '
+                'stroke-width="2"/><rect x="1" y="1" width="20" height="14" fill="none" stroke="#56B4E9" '
+                'stroke-width="1.5"/></svg> reserved, empty (hatched)',
+    "free": '<svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#f4f4f4" stroke="#b9b9b9"/>'
+            "</svg> free",
+    "gap": '<svg width="34" height="16"><rect x="1" y="1" width="32" height="14" fill="#f4f4f4" stroke="#444" '
+           'stroke-width="2" stroke-dasharray="4 3"/></svg> a hole: free blocks in a row (dashed box, its length)',
+    "shared": '<svg width="22" height="16"><rect x="2" y="2" width="18" height="12" fill="#8a8a8a" stroke="#000" '
+              'stroke-width="3"/></svg> shared by several requests (×n)',
+    "cached": '<svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#bdbdbd" stroke="#555" '
+              'stroke-dasharray="3 2"/></svg> cached, idle (dashed)',
+    "copy": '<svg width="22" height="16"><rect x="1" y="1" width="20" height="14" fill="#E69F00" fill-opacity="0.55" '
+            'stroke="#333"/><path d="M2 4.5H20M2 11.5H20" stroke="#333" stroke-opacity="0.6" stroke-width="1.5" '
+            'stroke-dasharray="1.5 2"/></svg> ≡ copy: same tokens as an earlier block (dotted)',
+    "read": f'<svg width="26" height="20"><rect x="0" y="0" width="26" height="20" fill="{READ_HALO}"/>'
+            '<rect x="3" y="3" width="20" height="14" fill="#E69F00" stroke="#333"/></svg> '
+            "read by the attention kernel in the last step (while you step or play)",
+    "bar": '<svg width="22" height="16"><rect x="1" y="10" width="14" height="4" fill="#222"/></svg> '
+           "bar = tokens / block size",
+}
 
 
-def legend() -> pn.pane.HTML:
-    return pn.pane.HTML(LEGEND_HTML, sizing_mode="stretch_width", margin=(0, 10))
+def legend_html(keys) -> str:
+    items = "".join(f'<span data-cue="{k}">{ENTRIES[k]}</span>' for k in keys)
+    return f'<div class="kv-legend" aria-label="How to read the block strip">{items}</div>'
+
+
+def legend(keys=tuple(ENTRIES)) -> pn.pane.HTML:
+    return pn.pane.HTML(legend_html(keys), sizing_mode="stretch_width", margin=(0, 10))

@@ -4,6 +4,7 @@ Selectors for browser tests (Playwright's CSS engine pierces Panel's open shadow
 
     .kv-metric[data-label="IN USE"] .kv-value          -> "12 / 32 · 38%"
     .kv-metric[data-label="RESERVED · EMPTY"] .kv-value -> "12 blk"
+    .kv-metric[data-label="CUT OFF"] .kv-value          -> "0 of 3"
     .kv-metric[data-label="LARGEST GAP"] .kv-value      -> "8 / 8 free"
     .kv-metric[data-label="CONTIGUOUS"] .kv-value       -> "NN% full"
     .kv-metric[data-label="PAGED"] .kv-value            -> "NN% full"
@@ -69,6 +70,9 @@ class Card:
     value: Callable[[Metrics], str]  # the value text, from kvviz.formatting
     counts: str  # one line saying what the value counts (also the hover text)
     of: str = "snapshot"  # the state parameter holding the snapshot it reads
+    # `value` reads the whole Snapshot (its requests), not only its Metrics. Such a card is shown
+    # but not listed in a node's registry `cards`, whose values read Metrics (tests, benchmarks).
+    whole: bool = False
 
 
 class MetricCard(pn.viewable.Viewer):
@@ -84,8 +88,8 @@ class MetricCard(pn.viewable.Viewer):
         watch(self.snapshot, lambda _e: setattr(self._pane, "object", self._html()))
 
     def _html(self) -> str:
-        c = self.card
-        return card_html(self.node, c.label, c.value(value(self.snapshot).metrics), c.counts)
+        c, snap = self.card, value(self.snapshot)
+        return card_html(self.node, c.label, c.value(snap if c.whole else snap.metrics), c.counts)
 
     def __panel__(self):
         return self._pane

@@ -1,8 +1,10 @@
 """The radix tree of node 03, root at the left: the shared trunk, then one branch per suffix.
 
 Each node is labelled with an excerpt of its text (Bokeh text glyphs: plain text, never HTML),
-its blocks and its lock count. Locked nodes (lock > 0, used by a live request) are solid;
-unlocked ones are idle cache, drawn dashed: those are what eviction removes first.
+its blocks and its lock count, and coloured as its blocks are in the strip: one request's own
+branch in that request's colour, a part several requests share in the strip's shared grey.
+Unlocked nodes (lock 0, used by no live request) are idle cache, drawn dashed and light: those
+are what eviction removes first.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from bokeh.plotting import figure
 
 from engine import Snapshot
 from kvviz import formatting as fmt
+from kvviz.figures.cells import CACHED_FILL, SHARED_FILL, ink_on, owner_colour
+from kvviz.figures.reflow import Frame, reflow
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.redraw import Redraw
 from kvviz.web.refs import Ref, value, watch
@@ -49,15 +53,19 @@ def layout(snap: Snapshot) -> tuple[dict, dict, int]:
              "dash": ["solid"], "ink": ["#ffffff"], "text": ["(empty: the start of every prompt)"],
              "blocks": ["–"], "lock": ["–"]}
     edges = {"x0": [], "y0": [], "x1": [], "y1": []}
+    owners_of = {b.block_id: b.owners for b in snap.blocks}
     for n in sorted(order, key=lambda n: n.node_id):
         x, y = pos[n.node_id]
+        owners = {o for b in n.blocks for o in owners_of.get(b, ())}
+        fill = (CACHED_FILL if n.lock_ref == 0 or not owners else
+                owner_colour(owners.pop()) if len(owners) == 1 else SHARED_FILL)
         nodes["x"].append(x)
         nodes["y"].append(y)
         nodes["label"].append(fmt.excerpt(n.text, LABEL_CHARS))
         nodes["sub"].append(f"blocks {fmt.block_ranges(n.blocks)} · lock {n.lock_ref}")
-        nodes["fill"].append("#56B4E9" if n.lock_ref > 0 else "#dddddd")
+        nodes["fill"].append(fill)
         nodes["dash"].append("solid" if n.lock_ref > 0 else "dashed")
-        nodes["ink"].append("#111111")
+        nodes["ink"].append(ink_on(fill))
         nodes["text"].append(fmt.excerpt(n.text, 120))
         nodes["blocks"].append(fmt.block_ranges(n.blocks))
         nodes["lock"].append(f"{n.lock_ref} live request(s)" if n.lock_ref else "0: idle, evictable")
@@ -98,10 +106,14 @@ class RadixTreeFigure(pn.viewable.Viewer):
         box = fig.add_glyph(self.nodes, Rect(x="x", y="y", width=0.84, height=0.78, fill_color="fill",
                                              line_color="#222222", line_dash="dash", line_width=1.5))
         fig.hover.renderers = [box]
-        fig.add_glyph(self.nodes, Text(x="x", y="y", text="label", text_align="center", text_baseline="bottom",
-                                       text_font_size="12px", text_color="ink", y_offset=-1))
-        fig.add_glyph(self.nodes, Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
-                                       text_font_size="11px", text_color="#333333", y_offset=3))
+        label = fig.add_glyph(self.nodes, Text(x="x", y="y", text="label", text_align="center", text_baseline="bottom",
+                                               text_font_size="12px", text_color="ink", y_offset=-1))
+        sub = fig.add_glyph(self.nodes, Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
+                                             text_font_size="11px", text_color="ink", y_offset=3))
+        frame = Frame(-0.5, 3.5, rows - 0.5, -0.5, self._height(rows))  # (never narrow: only the fonts change)
+        reflow(fig, [], 0, frame, frame, [(fig.title, "text_font_size", "15px", "20px"),
+                                          (label.glyph, "text_font_size", "12px", "16px"),
+                                          (sub.glyph, "text_font_size", "11px", "15px")])
         self.figure = fig
         self._empty = LiveHTML(self._empty_html(), sizing_mode="stretch_width", margin=(0, 10))
         watch(self.snapshot, Redraw(self._update))

@@ -77,10 +77,24 @@ class Player:
             self._callback = None
 
 
-def notice_html(text: str) -> str:
+def notice_html(text: str, level: str = "warning") -> str:
+    """A notice line; '' when there is none (so a page holds one `.kv-notice` per node at most)."""
     if not text:
-        return '<div class="kv-notice kv-empty" role="status"></div>'
-    return f'<div class="kv-notice" role="status">{html.escape(text)}</div>'
+        return ""
+    return f'<div class="kv-notice kv-{html.escape(level)}" role="status">{html.escape(text)}</div>'
+
+
+def notice_line(state: NodeState, at: str) -> LiveHTML:
+    """The state's notice, shown here when the action it is about was done `at` here: next to
+    the node's own controls ("controls") or next to the transport ("transport")."""
+    def html_for(text, level, where):
+        return notice_html(text if where == at else "", level)
+    return LiveHTML(pn.bind(html_for, state.param.notice, state.param.notice_level, state.param.notice_at),
+                    sizing_mode="stretch_width", margin=(0, 10))
+
+
+SHORTCUTS = ('<div class="kv-shortcuts">Keys: <kbd>space</kbd> play or pause · <kbd>→</kbd> one step · '
+             '<kbd>←</kbd> step back · <kbd>r</kbd> reset (not while typing)</div>')
 
 
 class Transport(pn.viewable.Viewer):
@@ -101,25 +115,25 @@ class Transport(pn.viewable.Viewer):
                 method()
             return click
 
-        self.rewind = pn.widgets.Button(label="⟲ Rewind", description="Back to the start: requests queued, no KV")
-        self.back = pn.widgets.Button(label="◀ Step back", description="Undo one engine step (shortcut ←)")
-        self.fwd = pn.widgets.Button(label="Step ▶", description="Run one engine step (shortcut →)")
-        self.play = pn.widgets.Button(
-            label=pn.bind(lambda p: "❚❚ Pause" if p else "▶ Play", s.param.playing),
-            color="primary", description="Step continuously (shortcut: space)",
-        )
+        # (no tooltips: they covered the neighbouring buttons; the shortcuts are written below)
+        self.rewind = pn.widgets.Button(label="⟲ Rewind")
+        self.back = pn.widgets.Button(label="◀ Step back")
+        self.fwd = pn.widgets.Button(label="Step ▶")
+        self.play = pn.widgets.Button(label=pn.bind(lambda p: "❚❚ Pause" if p else "▶ Play", s.param.playing),
+                                      color="primary")
         for button, method in ((self.rewind, s.rewind), (self.back, s.step_back), (self.fwd, s.step),
                                (self.play, s.toggle_play)):
             button.on_click(act(method))
             button.css_classes = ["kv-transport-button"]
-        self.speed = pn.widgets.Select(options=SPEEDS, value=PLAY_PERIOD_MS, width=150, margin=(5, 10),
+        self.speed = pn.widgets.Select(options=SPEEDS, value=PLAY_PERIOD_MS, width=190, margin=(5, 10),
                                        css_classes=["kv-speed"])
         self.speed.param.watch(lambda e: self.player.set_period(e.new), "value")
         self.counter = LiveHTML(pn.bind(self._counter, s.param.version, s.param.playing), margin=(8, 10))
-        self.notice = LiveHTML(pn.bind(notice_html, s.param.notice), sizing_mode="stretch_width")
+        self.notice = notice_line(s, "transport")
         self._layout = pn.Column(
             pn.FlexBox(self.rewind, self.back, self.fwd, self.play, self.speed, self.counter, flex_wrap="wrap",
                        align_items="center", sizing_mode="stretch_width"),
+            pn.pane.HTML(SHORTCUTS, sizing_mode="stretch_width", margin=(0, 10)),
             self.notice, AccessibleNames(names={"kv-speed": "Play speed"}),
             sizing_mode="stretch_width", css_classes=["kv-transport"],
         )

@@ -16,6 +16,7 @@ import enum
 import param
 
 from kvviz import formatting as fmt
+from kvviz.nodes import predict
 
 
 class Added(enum.Enum):
@@ -31,7 +32,15 @@ class NodeState(param.Parameterized):
 
     playing = param.Boolean(default=False, doc="True while Play advances the engines")
     notice = param.String(default="", doc="A friendly message about the last action, or ''")
+    notice_level = param.Selector(default="info", objects=["info", "warning"],
+                                  doc="warning: the action was refused or the input was bad")
+    notice_at = param.Selector(default="controls", objects=["controls", "transport"],
+                               doc="shown next to the node's own controls, or next to the transport")
+    show_reads = param.Boolean(default=False, doc="the last action stepped the engine: show what it read")
     version = param.Integer(default=0, doc="Bumped after every change of the engines")
+    predicted = param.Dict(default={}, doc="the student's pending prediction: {question, predicted}, or {}")
+    predictions = param.List(default=[], doc="resolved predictions: {node, question, predicted, outcome, right}")
+    prediction_note = param.String(default="", doc="why a typed prediction was not taken, or ''")
 
     batch_updates = param.Callable(default=contextlib.nullcontext, precedence=-1,
                                    doc="a context manager sending the updates inside it as one message")
@@ -50,13 +59,20 @@ class NodeState(param.Parameterized):
     def step_count(self) -> int:
         return max(t.num_steps for t in self.timelines)
 
-    def _refresh(self, notice: str = "", snapshots: dict | None = None, **extra) -> None:
+    def _refresh(self, notice: str = "", snapshots: dict | None = None, *, warn: bool = False,
+                 at: str = "controls", reads: bool = False, **extra) -> None:
         """Publish the engines' current snapshots (`snapshots`, else `_snapshots()`): one batched
         param update, and (in a served session) one message to the browser with every pane and
-        figure it changes. Outside a served session this batches nothing."""
+        figure it changes. Outside a served session this batches nothing. `warn`: the notice is
+        a refusal; `at`: where it shows; `reads`: an engine step, whose reads the strips light."""
         with self.batch_updates():
             snapshots = self._snapshots() if snapshots is None else snapshots
-            self.param.update({"notice": notice, "version": self.version + 1, **snapshots, **extra})
+            self.param.update({"notice": notice, "notice_level": "warning" if warn else "info", "notice_at": at,
+                               "show_reads": reads, "version": self.version + 1, **snapshots, **extra})
+
+    def _say(self, notice: str, warn: bool = True, at: str = "controls") -> None:
+        """A notice alone (nothing else changed)."""
+        self.param.update(notice=notice, notice_level="warning" if warn else "info", notice_at=at)
 
     def _snapshots(self) -> dict:
         raise NotImplementedError
@@ -75,41 +91,77 @@ class NodeState(param.Parameterized):
         """Run an engine action; a refusal becomes the notice and changes nothing."""
         if (why := self._why_not(action, *args)) is None:
             return True
-        self.param.update(notice=f"That did not work: {why}.")
+        self._say(f"That did not work: {why}.")
         return False
+
+    # -- predict, then run (kvviz/nodes/predict.py) ----------------------------------------
+    def question(self) -> predict.Question | None:
+        """The prediction asked before the node's key action, or None while there is none."""
+        return None
+
+    def outcome(self) -> str:
+        """What the key action just did, in the terms of `question()`'s answer."""
+        raise NotImplementedError
+
+    def predict(self, typed: str) -> bool:
+        """Commit to a prediction for the next key action (bad input: a note, nothing kept)."""
+        question = self.question()
+        if question is None:
+            self.prediction_note = "There is nothing to predict right now: press Reset to try again."
+            return False
+        taken, why = predict.read(question, typed)
+        if taken is None:
+            self.prediction_note = why
+            return False
+        self.param.update(predicted={"question": question.text, "predicted": taken}, prediction_note="")
+        return True
+
+    def _resolve_prediction(self) -> None:
+        """After the key action ran: the pending prediction meets the engine's outcome."""
+        if self.predicted:
+            entry = predict.record(self.key, self.predicted, self.outcome())
+            self.param.update(predictions=[*self.predictions, entry], predicted={})
 
     # -- the transport: watching the engine step by step ------------------------------------
     def step(self) -> bool:
         """One engine step on every timeline with work; False at idle (says so)."""
         stepped = [t.step() for t in self.timelines]
         if not any(stepped):
-            self._refresh("Nothing left to run: every request has finished or was refused.", playing=False)
+            self._refresh("Nothing left to run: every request has finished or was refused.", playing=False,
+                          at="transport")
             return False
-        self._refresh()
+        self._refresh(at="transport", reads=True)
         return True
 
     def step_back(self) -> bool:
         """Back to the state before the last step (replayed deterministically from the start)."""
-        n = self.step_count
-        if n == 0:
-            self._refresh("Already at the start: no step to undo.")
+        if self.step_count == 0:
+            self._refresh("Already at the start: no step to undo.", at="transport")
             return False
-        for t in self.timelines:
-            if t.num_steps == n:
-                t.step_back()
-        self._align()
-        self._refresh(playing=False)
+        # The pools step together, each while it has work: the last step was taken by the pools
+        # with the most steps since the last add or release. Right after an add, the step before
+        # it is undone where it was the last, and the add on every pool (they keep one history).
+        trailing = [t.trailing_steps for t in self.timelines]
+        if max(trailing) > 0:
+            for t, n in zip(self.timelines, trailing, strict=True):
+                if n == max(trailing):
+                    t.step_back()
+        else:
+            before = [t.steps_before()[-1] if t.steps_before() else 0 for t in self.timelines]
+            for t, n in zip(self.timelines, before, strict=True):
+                if n == max(before):
+                    t.step_back()
+                else:  # (its part of that stretch ended earlier: drop only what came after it)
+                    t.replay(t.ops[:max((i + 1 for i, op in enumerate(t.ops) if op.kind == "step"), default=0)])
+        self._refresh(playing=False, at="transport", reads=True)
         return True
-
-    def _align(self) -> None:
-        """After a step back: bring the timelines back in step where a node needs it."""
 
     def rewind(self) -> None:
         """Back to before the first step: the requests queued, no token computed yet."""
         for t in self.timelines:
             t.rewind()
         self._refresh("Rewound: the requests are queued and no KV is computed yet. Press Step or Play.",
-                      playing=False)
+                      playing=False, at="transport")
 
     def toggle_play(self) -> None:
         if self.playing:
@@ -145,7 +197,7 @@ class NodeState(param.Parameterized):
         """Validate `text`, step to `after` if given (a link's replay), then `add(text)` and run
         it (`_run_added`; not at all after `after`: the link settles at the end)."""
         if why := fmt.check_prompt(text):
-            self.param.update(notice=why)
+            self._say(why)
             return Added.REFUSED
         if after is not None and not self._try(self.step_to, after):
             return Added.REFUSED

@@ -16,10 +16,14 @@ MAX_GAP = 4096  # engine steps between two requests of a link
 
 
 def flag(name: str, value: str, notices: list[str]) -> bool:
-    if value in ("1", "true", "on", "yes"):
+    """1 or 0 (what the lesson writes); any other value is read as one of them with a notice
+    saying which, so `free_r2=yes` and `sharing=2` are treated alike."""
+    if value in ("1", "0"):
+        return value == "1"
+    if value.lower() in ("true", "on", "yes"):
+        notices.append(f"{name}={fmt.excerpt(value, 12)!r} read as 1 (links use 1 or 0).")
         return True
-    if value not in ("0", "false", "off", "no", ""):
-        notices.append(f"{name}={value!r} should be 1 or 0: using 0.")
+    notices.append(f"{name}={fmt.excerpt(value, 12)!r} should be 1 or 0: using 0.")
     return False
 
 

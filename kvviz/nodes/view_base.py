@@ -10,7 +10,9 @@ import param
 
 from kvviz import formatting as fmt
 from kvviz.figures.metric_card import card_row
-from kvviz.figures.transport import Transport
+from kvviz.figures.prediction import Prediction
+from kvviz.figures.step_links import step_links
+from kvviz.figures.transport import Transport, notice_line
 from kvviz.nodes.state_base import NodeState
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.refs import value
@@ -25,8 +27,9 @@ def badge(node: str, snapshot: param.Parameter) -> pn.pane.HTML:
 
 
 def section(key: str, *objects) -> pn.Column:
-    return pn.Column(*objects, sizing_mode="stretch_width", css_classes=["kv-node", f"kv-node-{key}"],
-                     margin=(0, 0, 24, 0))
+    """A node's section, ending with its back and continue links."""
+    return pn.Column(*objects, step_links(key), sizing_mode="stretch_width",
+                     css_classes=["kv-node", f"kv-node-{key}"], margin=(0, 0, 24, 0))
 
 
 def prose(md: str, css_classes=()) -> pn.pane.Markdown:
@@ -60,6 +63,13 @@ class NodeView(pn.viewable.Viewer):
 
         button.on_click(click)
         return button
+
+    def _notice(self) -> pn.pane.HTML:
+        """The state's notice about the node's own controls: put it right under them."""
+        return notice_line(self.state, "controls")
+
+    def _prediction(self) -> Prediction:
+        return Prediction(state=self.state)
 
     def _transport(self) -> Transport:
         self.transport = Transport(state=self.state, on_interact=self.on_interact)

@@ -1,93 +1,122 @@
-"""Explain it back's state: facts and self-check questions read from the three nodes' live snapshots.
+"""Explain it back's state: the student's answer, self-checks answered by real engines, the
+facts of the three nodes' live snapshots, and every prediction of the session.
 
-The answers are never stored: each is read from the current snapshot when the student checks,
-so they follow whatever the class did to the nodes.
+A self-check (kvviz/nodes/explain/checks.py) is a prediction: the student answers first, then
+the engine's answer is computed on a copy of the node's engines and shown beside it. While a
+check is open, the facts that would give its answer away are withheld. `predictions` collects
+the nodes' predict-then-run answers and the self-checks as plain dicts {node, question,
+predicted, outcome, right}: what the download holds and what a class could hand in.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import param
 
 from kvviz import formatting as fmt
+from kvviz.nodes.explain.checks import CHECKS, SelfCheck
 from kvviz.nodes.explain.text import QUESTION
 from kvviz.nodes.fragmentation.state import FragmentationState
 from kvviz.nodes.paging.state import PagingState
 from kvviz.nodes.radix.state import RadixState
 
-
-@dataclass(frozen=True)
-class SelfCheck:
-    key: str
-    question: str
-    where: str  # the card that shows the answer, as a hint
-
-
-CHECKS = (
-    SelfCheck("reserved_empty", "How many blocks in node 01 are reserved but hold no token right now?",
-              "node 01, the RESERVED · EMPTY card"),
-    SelfCheck("naive_rejects", "How many requests has the contiguous (naive) pool in node 02 refused so far?",
-              "node 02, the NAIVE REJECTS card"),
-    SelfCheck("without_sharing", "How many blocks would node 03's live requests need without prefix sharing?",
-              "node 03, the vs NO SHARING card"),
-    SelfCheck("largest_gap", "What is the longest run of free blocks in node 01's pool, in blocks?",
-              "node 01, the LARGEST GAP card (the first number)"),
-)
+BY_KEY = {c.key: c for c in CHECKS}
+HIDDEN = "(withheld until you answer the self-check about it below)"
 
 
 class ExplainState(param.Parameterized):
     """The student's answer and self-checks, over the same session's three node states."""
 
     answer = param.String(default="", label="Your answer", doc="the student's explanation (plain text)")
-    responses = param.Dict(default={}, doc="self-check key -> what the student typed")
-    feedback = param.Dict(default={}, doc="self-check key -> a sentence saying right or not")
+    responses = param.Dict(default={}, doc="self-check key -> its resolved prediction (see `predictions`)")
+    feedback = param.Dict(default={}, doc="self-check key -> a sentence on the student's answer")
+    predictions = param.List(default=[], doc="every resolved prediction: {node, question, predicted, outcome, right}")
 
     def __init__(self, fragmentation: FragmentationState, paging: PagingState, radix: RadixState, **params):
         super().__init__(**params)
         self.fragmentation, self.paging, self.radix = fragmentation, paging, radix
+        for node in self.nodes:
+            node.param.watch(lambda _e: self._collect(), "predictions")
+        self._collect()
 
-    def truth(self, key: str) -> int:
-        """The live answer to a self-check, read from the current snapshots."""
-        frag = self.fragmentation.snapshot.metrics
-        return {
-            "reserved_empty": frag.blocks_reserved_empty,
-            "naive_rejects": self.paging.contiguous.metrics.rejected,
-            "without_sharing": self.radix.snapshot.metrics.blocks_without_sharing,
-            "largest_gap": frag.largest_free_run,
-        }[key]
+    @property
+    def nodes(self) -> tuple:
+        return self.fragmentation, self.paging, self.radix
+
+    def _collect(self) -> None:
+        """The nodes' predictions, then the self-checks answered, in the order of CHECKS."""
+        mine = [self.responses[c.key] for c in CHECKS if c.key in self.responses]
+        self.predictions = [e for node in self.nodes for e in node.predictions] + mine
+
+    # -- self-checks -------------------------------------------------------------------------
+    def question(self, key: str) -> str:
+        """Self-check `key`'s question, asked about the nodes as they are now."""
+        return BY_KEY[key].ask(*self.nodes)
+
+    def is_open(self, key: str) -> bool:
+        """Not answered yet, for the question as it reads now (a changed node asks anew)."""
+        done = self.responses.get(key)
+        return done is None or done["question"] != self.question(key)
+
+    def engine_answer(self, key: str) -> int | None:
+        """What the engine does, computed on copies of the live engines (None: no answer now)."""
+        return BY_KEY[key].answer(*self.nodes)
 
     def check(self, key: str, typed: str) -> bool:
-        """Check what the student typed for self-check `key`; the feedback says why."""
-        check = next(c for c in CHECKS if c.key == key)
-        typed = typed.strip()
-        right = False
-        number = fmt.whole_number(typed)
+        """Take the student's answer to self-check `key`, then show the engine's. An answer is
+        committed: asking again shows the first answer (bad input keeps the check open)."""
+        c: SelfCheck = BY_KEY[key]
+        if not self.is_open(key):
+            self._say(key, "You answered this one already. " + self._verdict(c, self.responses[key]))
+            return self.responses[key]["right"]
+        number = fmt.whole_number(typed.strip())
         if number is None:
-            said = "Type a whole number of blocks or requests."
-        elif number == (truth := self.truth(key)):
-            right, said = True, f"Right: the engine says {truth} as well."
-        else:
-            said = f"Not quite. Look again at {check.where}."
-        self.param.update(responses={**self.responses, key: typed}, feedback={**self.feedback, key: said})
-        return right
+            self._say(key, "Type a whole number of blocks or requests.")
+            return False
+        truth = self.engine_answer(key)
+        if truth is None:
+            self._say(key, "No answer with the nodes as they are now (move node 01's slider to 4 or more).")
+            return False
+        entry = {"node": c.node, "question": self.question(key), "predicted": str(number),
+                 "outcome": str(truth), "right": number == truth}
+        self.param.update(responses={**self.responses, key: entry})
+        self._say(key, self._verdict(c, entry))
+        self._collect()
+        return entry["right"]
 
-    def facts(self) -> list[str]:
-        """What the live state shows, one sentence per fact, all read from the snapshots."""
+    @staticmethod
+    def _verdict(c: SelfCheck, entry: dict) -> str:
+        head = "Right" if entry["right"] else "Not quite"
+        return f"{head}: you said {entry['predicted']}, the engine says {entry['outcome']}. {c.why}"
+
+    def _say(self, key: str, sentence: str) -> None:
+        self.feedback = {**self.feedback, key: sentence}
+
+    # -- facts ------------------------------------------------------------------------------
+    def facts(self, withhold: bool = True) -> list[str]:
+        """What the live state shows, one sentence per fact, all read from the snapshots; a fact
+        that would answer an open self-check is withheld (`withhold`)."""
         f, c = self.fragmentation.snapshot.metrics, self.paging.contiguous.metrics
         p, r = self.paging.paged.metrics, self.radix.snapshot.metrics
-        return [
-            f"Node 01 (contiguous, {self.fragmentation.reserve}-block reservations): "
-            f"{f.blocks_with_tokens} of {f.blocks_total} blocks hold tokens; {f.blocks_reserved_empty} are reserved "
-            f"but empty; the longest free gap is {f.largest_free_run} of {f.blocks_free} free blocks.",
-            f"Node 02, same requests: the contiguous pool is {fmt.percent(c.utilisation)}% full and refused "
-            f"{c.rejected}; the paged pool is {fmt.percent(p.utilisation)}% full and refused {p.rejected}.",
-            f"Node 03 (sharing {'on' if self.radix.sharing else 'off'}): {r.blocks_stored} blocks stored against "
-            f"{r.blocks_without_sharing} without sharing ({fmt.percent(r.saved)}% saved); prefill computed "
-            f"{r.prefill_tokens_computed} tokens and reused {r.prefix_hit_tokens} from the cache.",
-        ]
+        facts = {
+            "frag_use": f"Node 01 (contiguous, {self.fragmentation.reserve}-block reservations): "
+                        f"{f.blocks_with_tokens} of {f.blocks_total} blocks hold tokens; "
+                        f"{f.blocks_reserved_empty} are reserved but empty.",
+            "frag_gap": f"Node 01's longest free gap: {f.largest_free_run} of {f.blocks_free} free blocks.",
+            "paging": f"Node 02, same requests: the contiguous pool is {fmt.percent(c.utilisation)}% full and "
+                      f"refused {c.rejected}; the paged pool is {fmt.percent(p.utilisation)}% full and refused "
+                      f"{p.rejected}.",
+            "radix_store": f"Node 03 (sharing {'on' if self.radix.sharing else 'off'}): {r.blocks_stored} blocks "
+                           f"stored against {r.blocks_without_sharing} without sharing ({fmt.percent(r.saved)}% "
+                           "saved).",
+            "radix_prefill": f"Node 03's prefill computed {r.prefill_tokens_computed} prompt tokens and reused "
+                             f"{r.prefix_hit_tokens} from the cache.",
+        }
+        hidden = {k for c in CHECKS if withhold and self.is_open(c.key) for k in c.hides}
+        return [f"{text.split(':')[0]}: {HIDDEN}" if key in hidden else text for key, text in facts.items()]
 
+    # -- the download -----------------------------------------------------------------------
     def state_record(self) -> dict:
         """The live state the answer refers to, as plain data."""
         def metrics(snap):
@@ -101,15 +130,20 @@ class ExplainState(param.Parameterized):
                        "paged": metrics(self.paging.paged)},
             "radix": {"sharing": self.radix.sharing, "ops": [list(op) for op in self.radix.ops],
                       "metrics": metrics(self.radix.snapshot)},
+            "predictions": [dict(e) for e in self.predictions],
         }
 
     def markdown(self) -> str:
-        """The download: the question, the student's answer, self-checks, facts and the state."""
+        """The download: the question, the student's answer, predictions, facts and the state."""
         lines = ["# Managing the KV cache: my answer", "", "## The question", "", QUESTION, "",
-                 "## My answer", "", self.answer.strip() or "(no answer written yet)", "", "## Self-check", ""]
-        for c in CHECKS:
-            typed = self.responses.get(c.key, "")
-            lines.append(f"- {c.question} I said: {typed or '(not answered)'}; the engine says: {self.truth(c.key)}.")
+                 "## My answer", "", self.answer.strip() or "(no answer written yet)", "",
+                 "## My predictions, and what the engine did", ""]
+        for e in self.predictions:
+            mark = "right" if e["right"] else "not this time"
+            lines.append(f"- [{e['node']}] {e['question']} I predicted: {e['predicted']}; the engine: "
+                         f"{e['outcome']} ({mark}).")
+        if not self.predictions:
+            lines.append("- (none made yet)")
         lines += ["", "## What the live state showed", ""] + [f"- {x}" for x in self.facts()]
         lines += ["", "## The state, as data", "", "```json", json.dumps(self.state_record(), indent=2), "```", ""]
         return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""Explain it back's view: the question, live facts, self-checks and a download of the answer with its state."""
+"""Explain it back's view: the question, live facts, self-checks answered by the engine, the
+session's predictions and a download of the answer with its state."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import io
 import panel as pn
 import param
 
+from kvviz.figures.step_links import step_links
 from kvviz.handin.view import HandInView
-from kvviz.nodes.explain.state import CHECKS, ExplainState
-from kvviz.nodes.explain.text import PROSE, QUESTION
+from kvviz.nodes.explain import text
+from kvviz.nodes.explain.checks import CHECKS
+from kvviz.nodes.explain.state import ExplainState
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.redraw import Redraw
 
@@ -22,9 +25,26 @@ def facts_html(state: ExplainState, *_deps) -> str:
 
 def feedback_html(state: ExplainState, key: str, feedback: dict) -> str:
     said = feedback.get(key, "")
-    ok = said.startswith("Right")
+    ok = said.startswith("Right") or (said.startswith("You answered") and state.responses.get(key, {}).get("right"))
     cls = "kv-feedback kv-right" if ok else ("kv-feedback kv-wrong" if said else "kv-feedback")
-    return f'<div class="{cls}" data-check="{key}" role="status">{html.escape(said)}</div>'
+    return f'<div class="{cls}" data-check="{html.escape(key)}" role="status">{html.escape(said)}</div>'
+
+
+def question_html(state: ExplainState, key: str) -> str:
+    return f'<div class="kv-question" data-check="{html.escape(key)}">{html.escape(state.question(key))}</div>'
+
+
+def predictions_html(predictions: list) -> str:
+    if not predictions:
+        return ""
+    from kvviz.nodes import BY_KEY  # (at call time: the registry imports this view)
+
+    e = html.escape
+    items = "".join(
+        f'<li class="{"kv-right" if p["right"] else "kv-wrong"}">Node {e(BY_KEY[p["node"]].number)}: '
+        f'{e(p["question"])} <b>You: {e(p["predicted"])} · engine: {e(p["outcome"])}</b></li>' for p in predictions)
+    return (f'<div class="kv-predictions"><div class="kv-facts-title">{e(text.PREDICTIONS_TITLE)}</div>'
+            f'<ul>{items}</ul></div>')
 
 
 class ExplainView(pn.viewable.Viewer):
@@ -34,21 +54,26 @@ class ExplainView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        live = [s.fragmentation.param.snapshot, s.paging.param.paged, s.paging.param.contiguous,
-                s.radix.param.snapshot]
         facts = LiveHTML(facts_html(s), sizing_mode="stretch_width")
-        redraw = Redraw(lambda: setattr(facts, "object", facts_html(s)))
-        for p in live:
-            p.owner.param.watch(redraw, p.name)
+        questions = {c.key: LiveHTML(question_html(s, c.key), margin=(0, 10)) for c in CHECKS}
+
+        def redraw_live():
+            facts.object = facts_html(s)
+            for key, pane in questions.items():
+                pane.object = question_html(s, key)
+
+        redraw = Redraw(redraw_live)
+        for node in s.nodes:
+            node.param.watch(redraw, "version")
+        s.param.watch(lambda _e: setattr(facts, "object", facts_html(s)), "responses")
         checks = []
         for c in CHECKS:
-            box = pn.widgets.TextInput(label="Your answer", placeholder="a whole number", width=160)
+            box = pn.widgets.TextInput(label="Your answer", placeholder="a whole number", width=160, max_length=6)
             button = pn.widgets.Button(label="Check", color="primary", align="end")
             button.on_click(lambda _e, c=c, box=box: s.check(c.key, box.value_input or box.value))
             box.param.watch(lambda _e, c=c, box=box: s.check(c.key, box.value), "enter_pressed")
             checks.append(pn.Column(
-                pn.pane.HTML(f'<div class="kv-question">{html.escape(c.question)}</div>', margin=(0, 10)),
-                pn.Row(box, button),
+                questions[c.key], pn.Row(box, button),
                 LiveHTML(pn.bind(feedback_html, s, c.key, s.param.feedback), margin=(0, 10)),
                 css_classes=["kv-check"], sizing_mode="stretch_width",
             ))
@@ -57,20 +82,21 @@ class ExplainView(pn.viewable.Viewer):
             sizing_mode="stretch_width", height=180, max_length=5000)
         download = pn.widgets.FileDownload(
             callback=lambda: io.StringIO(s.markdown()), filename="kv-cache-answer.md",
-            label="Download my answer with the live state (Markdown)", color="success",
-            sizing_mode="stretch_width", max_width=460,
+            label="Download my answer with the live state and my predictions (Markdown)", color="success",
+            sizing_mode="stretch_width", max_width=560, css_classes=["kv-download"],
         )
         self._layout = pn.Column(
-            pn.pane.Markdown(PROSE, sizing_mode="stretch_width", css_classes=["kv-prose"]),
-            pn.pane.HTML(f'<blockquote class="kv-big-question">{html.escape(QUESTION)}</blockquote>',
+            pn.pane.Markdown(text.PROSE, sizing_mode="stretch_width", css_classes=["kv-prose"]),
+            pn.pane.HTML(f'<blockquote class="kv-big-question">{html.escape(text.QUESTION)}</blockquote>',
                          sizing_mode="stretch_width"),
             answer,
             facts,
-            pn.pane.Markdown("#### Check yourself against the live engine", sizing_mode="stretch_width",
-                             css_classes=["kv-prose"]),
+            pn.pane.Markdown(text.CHECKS_HEADING, sizing_mode="stretch_width", css_classes=["kv-prose"]),
             pn.FlexBox(*checks, flex_wrap="wrap", sizing_mode="stretch_width"),
+            LiveHTML(pn.bind(predictions_html, s.param.predictions), sizing_mode="stretch_width"),
             download,
             HandInView.around(s),
+            step_links("explain"),
             sizing_mode="stretch_width", css_classes=["kv-node", "kv-node-explain"],
         )
 

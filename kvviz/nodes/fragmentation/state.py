@@ -5,7 +5,9 @@ from __future__ import annotations
 import param
 
 from engine import Snapshot
+from kvviz.nodes.fragmentation import text
 from kvviz.nodes.fragmentation.scenario import FragmentationScenario
+from kvviz.nodes.predict import Question
 from kvviz.nodes.scenario_base import fresh
 from kvviz.nodes.state_base import NodeState
 
@@ -38,14 +40,31 @@ class FragmentationState(NodeState):
         self._refresh(playing=False)
 
     def free_r2(self) -> None:
+        """Release R2 once the three requests have finished (run them to the end first, so the
+        picture is the lesson's whatever step the student was at), then try the long request."""
         if self.freed_r2:
-            self._refresh("R2 is already freed. Press Reset to start again.")
+            self._refresh("R2 is already freed. Press Reset to start again.", warn=True)
             return
+        ran = self.scenario.timeline.has_work
+        if ran:
+            self._run_until_idle()
         if self._try(self.scenario.free_r2):
-            self._refresh(playing=False)
+            self._resolve_prediction()
+            self._refresh(text.RAN_FIRST if ran else "", playing=False)
+        elif ran:
+            self._refresh(self.notice, warn=True, playing=False)
+
+    def question(self) -> Question | None:
+        if self.freed_r2:
+            return None
+        return Question(text.PREDICT.format(reserve=self.reserve), "Free R2", ("admitted", "refused"))
+
+    def outcome(self) -> str:
+        newest = self.scenario.snapshot().requests[-1]
+        return "refused" if newest.status == "refused" else "admitted"
 
     def reset(self) -> None:
         """Back to the defaults, widgets included: one update that every binding hears."""
         default = self.param.reserve.default
         self.scenario = fresh(FragmentationScenario, default)
-        self._refresh("Back to the lesson's starting point.", playing=False, reserve=default)
+        self._refresh("Back to the lesson's starting point.", playing=False, reserve=default, predicted={})

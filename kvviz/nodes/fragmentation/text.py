@@ -1,10 +1,14 @@
 """Node 01's prose and metric cards (static: no user text goes through these strings)."""
 
+from engine import ceil_div
 from kvviz import formatting as fmt
 from kvviz.figures.metric_card import Card
-from kvviz.nodes.fragmentation.scenario import LONG_REQUEST_BLOCKS, FragmentationScenario
+from kvviz.nodes.fragmentation.scenario import KV_TOKENS, LONG_REQUEST_BLOCKS, PROMPTS, FragmentationScenario
+from kvviz.nodes.scenario_base import BLOCK_SIZE
 
 TITLE = "Fragmentation"
+_NEEDED = ceil_div(KV_TOKENS, BLOCK_SIZE)  # blocks each reply's KV fills: 4
+_MOST_THAT_FIT = FragmentationScenario.NUM_BLOCKS // len(PROMPTS)  # the longest slab three requests get: 10
 
 PROSE = """
 ### 01 · Why the cache wastes memory
@@ -13,22 +17,34 @@ PROSE = """
 * The naive engine plays safe: at admission it **reserves one contiguous slab** big enough for
   the longest reply it allows. A short reply leaves most of that slab reserved but empty:
   **internal fragmentation**.
-* When a request finishes, its slab becomes a hole. The free blocks add up, yet none of the
-  holes may be long enough for the next slab: **external fragmentation**.
+* A finished request still holds its slab: its reply stays cached until the engine lets it go.
+  Only a **released** request's slab becomes a hole (press **Free R2**). The free blocks add up,
+  yet none of the holes may be long enough for the next slab: **external fragmentation**.
 * Together they leave most of the pool holding no token at all.
 """
 
 TRY = (
-    "Try it: drag **Reserved length** up and watch IN USE fall while RESERVED · EMPTY grows. "
-    f"Then press **Free R2**: a request that needs a {LONG_REQUEST_BLOCKS}-block slab arrives and is refused, "
-    "even though enough blocks are free."
+    f"Try it: each reply here needs {_NEEDED} blocks of KV. Drag **Reserved length** up from {_NEEDED}: "
+    "IN USE stays where it is (the same tokens) while RESERVED · EMPTY grows, blocks locked for nothing; "
+    f"past {_MOST_THAT_FIT} the third slab no longer fits and R3 is refused. Drag it below {_NEEDED}: nothing "
+    "is reserved empty any more, but the replies stop when their slab is full (CUT OFF). "
+    f"Then press **Free R2**: a request that needs a {LONG_REQUEST_BLOCKS}-block slab arrives."
 )
 
-STRIP_TITLE = f"GPU KV cache · {FragmentationScenario.NUM_BLOCKS} blocks · contiguous slabs"
-RESERVE_LABEL = "Reserved length (blocks)"
+PREDICT = ("Predict first: with {reserve}-block slabs, R2 is released and a request needing "
+           f"{LONG_REQUEST_BLOCKS} blocks in a row arrives. Will it get its slab?")
+RAN_FIRST = "R1, R2 and R3 were run to the end first; then R2 was released."
 
-CARDS = (
+STRIP_TITLE = f"GPU KV cache · {FragmentationScenario.NUM_BLOCKS} blocks, in address order"
+RESERVE_LABEL = "Reserved length (blocks)"
+LEGEND = ("tokens", "reserved", "free", "gap", "read", "bar")
+
+CARDS = (  # (the registry's: each reads the engine's Metrics)
     Card("IN USE", fmt.in_use, "Blocks holding at least one token, of all blocks in the pool."),
     Card("RESERVED · EMPTY", fmt.reserved_empty, "Blocks locked in a request's slab that hold no token yet."),
     Card("LARGEST GAP", fmt.largest_gap, "Longest run of free blocks next to each other, of all free blocks."),
 )
+# The other cost of the reserved length, read from the snapshot's requests (not a Metrics field).
+CUT_OFF = Card("CUT OFF", fmt.cut_off, "Replies the engine stopped because their slab was full, of the requests "
+               "holding a slab.", whole=True)
+SHOWN_CARDS = (*CARDS[:2], CUT_OFF, CARDS[2])

@@ -6,7 +6,7 @@ import panel as pn
 
 from kvviz.figures.block_strip import BlockStrip
 from kvviz.figures.legend import legend
-from kvviz.figures.request_list import RequestList
+from kvviz.figures.request_list import Headline, RequestList
 from kvviz.nodes.fragmentation import text
 from kvviz.nodes.view_base import NodeView, badge, prose, section
 from kvviz.web.a11y import AccessibleNames
@@ -27,11 +27,15 @@ class FragmentationView(NodeView):
             badge(s.key, s.param.snapshot),
             prose(text.PROSE),
             pn.FlexBox(slider, free, reset, align_items="center", sizing_mode="stretch_width"),
+            self._notice(),
             AccessibleNames(names={"kv-reserve": text.RESERVE_LABEL}),
             prose(text.TRY, css_classes=["kv-try"]),
-            BlockStrip(snapshot=s.param.snapshot, title=text.STRIP_TITLE),
-            legend(),
-            self._cards(text.CARDS),
+            self._prediction(),
+            Headline(snapshot=s.param.snapshot),
+            BlockStrip(snapshot=s.param.snapshot, title=text.STRIP_TITLE, per_row=s.scenario.NUM_BLOCKS, gaps=True,
+                       reads=s.param.show_reads),
+            legend(text.LEGEND),
+            self._cards(text.SHOWN_CARDS),
             self._transport(),
-            RequestList(snapshot=s.param.snapshot, node=s.key, pool="contiguous"),
+            RequestList(snapshot=s.param.snapshot, node=s.key, pool="contiguous", why=False),
         )

@@ -5,7 +5,9 @@ from __future__ import annotations
 import param
 
 from engine import Snapshot
+from kvviz.nodes.paging import text
 from kvviz.nodes.paging.scenario import PagingScenario
+from kvviz.nodes.predict import Question
 from kvviz.nodes.scenario_base import fresh
 from kvviz.nodes.state_base import Added, NodeState
 
@@ -30,6 +32,7 @@ class PagingState(NodeState):
 
     def __init__(self, **params):
         super().__init__(**params)
+        self._awaited: str | None = None  # the request whose admission a prediction waits for
         self.scenario = fresh(PagingScenario)
         self.prompt = self.scenario.next_request()[0]
         self._refresh()
@@ -44,6 +47,9 @@ class PagingState(NodeState):
             chosen = self.request if self.request in names else (names[0] if names else None)
         # What was added since the defaults, read from the ops (Step back or Rewind can drop some).
         added = [op.prompt for op in self.scenario.paged.ops if op.kind == "add"][PagingScenario.NUM_INITIAL:]
+        if self._awaited is not None and self.outcome() != "waiting":
+            self._resolve_prediction()  # (admitted or refused: a request added while playing waits a step)
+            self._awaited = None
         return {"contiguous": self.scenario.contiguous.snapshot(), "paged": paged, "request": chosen,
                 "added": added, "added_gaps": self._gaps(PagingScenario.NUM_INITIAL)}
 
@@ -56,22 +62,22 @@ class PagingState(NodeState):
         added = self._add(prompt, lambda p: self.scenario.add_prompt(p, False), settle, after)
         if added is Added.REFUSED:
             return False
+        if self.predicted:
+            self._awaited = self.scenario.contiguous.snapshot().requests[-1].name
         self._refresh(snapshots=self._snapshots(show_newest=True), prompt=self.scenario.next_request()[0],
                       playing=added is Added.PLAYING)
         return True
 
-    def _align(self) -> None:
-        """After a step back, both pools in step: a pool that steps back past a request added
-        after its last step drops it, so the other pool drops it too (nothing ran after it there:
-        a request added to an idle pool is run by the next step of both)."""
-        pools = self.scenario.timelines
-        adds = [[i for i, op in enumerate(t.ops) if op.kind == "add"] for t in pools]
-        keep = min(len(a) for a in adds)
-        for t, a in zip(pools, adds, strict=True):
-            if len(a) > keep:
-                t.replay(t.ops[: a[keep]])
+    def question(self) -> Question:
+        return Question(text.PREDICT, "Add request", ("admitted", "refused"))
+
+    def outcome(self) -> str:
+        """What the contiguous pool did with the newest request: admitted, refused or still waiting."""
+        newest = self.scenario.contiguous.snapshot().requests[-1]
+        return {"refused": "refused", "waiting": "waiting"}.get(newest.status, "admitted")
 
     def reset(self) -> None:
         self.scenario = fresh(PagingScenario)
+        self._awaited = None
         self._refresh("Back to the lesson's starting point.", playing=False,
-                      prompt=self.scenario.next_request()[0], request=None)
+                      prompt=self.scenario.next_request()[0], request=None, predicted={})

@@ -30,8 +30,12 @@ TRY = (
     f"the contiguous one locks a whole {_SLAB}-block slab at once, the paged one takes a page only when a "
     "page fills. Press it a few more times: the contiguous pool soon starts refusing (NAIVE "
     "REJECTS) while the paged pool keeps admitting. Type your own prompt in the box to send that "
-    "instead."
+    "instead. Both pools' requests are listed under the block tables."
 )
+
+PREDICT = (f"Predict first: the next request needs a {_SLAB}-block slab in the contiguous pool and just "
+           "the pages it fills in the paged one. Will the contiguous pool admit it?")
+LEGEND = ("tokens", "reserved", "free", "gap", "copy", "read", "bar")
 
 PROMPT_LABEL = "Prompt (plain text, up to 200 characters)"
 CONTIGUOUS_TITLE = f"CONTIGUOUS · each request reserves {_SLAB} blocks"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import panel as pn
 
+from kvviz import formatting as fmt
 from kvviz.figures.block_strip import BlockStrip
 from kvviz.figures.legend import legend
 from kvviz.figures.page_table import PageTable
@@ -16,7 +17,7 @@ class PagingView(NodeView):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        box = pn.widgets.TextInput.from_param(s.param.prompt, label=text.PROMPT_LABEL,
+        box = pn.widgets.TextInput.from_param(s.param.prompt, label=text.PROMPT_LABEL, max_length=fmt.PROMPT_MAX_CHARS,
                                               sizing_mode="stretch_width", min_width=220)
         box.param.watch(lambda _e: (self._touch(), s.add_request()), "enter_pressed")
         add = self._button("Add request", s.add_request, color="primary")
@@ -28,11 +29,12 @@ class PagingView(NodeView):
             prose(text.PROSE),
             prose(text.ANALOGY, css_classes=["kv-analogy"]),
             pn.FlexBox(box, add, reset, align_items="end", sizing_mode="stretch_width"),
+            self._notice(),
             prose(text.TRY, css_classes=["kv-try"]),
-            BlockStrip(snapshot=s.param.contiguous, title=text.CONTIGUOUS_TITLE),
-            RequestList(snapshot=s.param.contiguous, node=s.key, pool="contiguous"),
-            BlockStrip(snapshot=s.param.paged, title=text.PAGED_TITLE),
-            legend(),
+            self._prediction(),
+            BlockStrip(snapshot=s.param.contiguous, title=text.CONTIGUOUS_TITLE, gaps=True, reads=s.param.show_reads),
+            BlockStrip(snapshot=s.param.paged, title=text.PAGED_TITLE, reads=s.param.show_reads),
+            legend(text.LEGEND),
             self._cards(text.CARDS),
             self._transport(),
             prose("#### The block table: the KV cache's own page table"),
@@ -41,5 +43,6 @@ class PagingView(NodeView):
                       title="Paged: pages scattered wherever blocks were free"),
             PageTable(snapshot=s.param.contiguous, request=s.param.request, pool="contiguous",
                       title="Contiguous: one slab, reserved up front"),
-            RequestList(snapshot=s.param.paged, node=s.key, pool="paged"),
+            RequestList(snapshot=s.param.paged, also=s.param.contiguous, node=s.key, pool="paged",
+                        also_pool="contiguous"),
         )

@@ -66,3 +66,13 @@ class RadixScenario(OnePool):
         if run:
             self.timeline.run_until_idle()
         return rid
+
+    def release_oldest(self) -> None:
+        """Release the oldest finished request (a ValueError in words when there is none)."""
+        requests = self.snapshot().requests
+        done = [r for r in requests if r.status == "finished"]
+        if not done:
+            if any(r.status in ("running", "waiting") for r in requests):
+                raise ValueError("no request has finished yet: step or play until one does")
+            raise ValueError("every request is released already: ask a question first")
+        self.timeline.release(done[0].request_id)

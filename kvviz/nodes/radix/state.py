@@ -7,6 +7,8 @@ import contextlib
 import param
 
 from engine import Snapshot
+from kvviz.nodes.predict import Question
+from kvviz.nodes.radix import text
 from kvviz.nodes.radix.scenario import MORE_QUESTIONS, QUESTIONS, RadixScenario
 from kvviz.nodes.scenario_base import fresh
 from kvviz.nodes.state_base import Added, NodeState
@@ -50,10 +52,7 @@ class RadixState(NodeState):
             self._release_oldest()
 
     def _release_oldest(self) -> None:
-        done = [r for r in self.scenario.snapshot().requests if r.status == "finished"]
-        if not done:
-            raise ValueError("no request has finished yet, so there is nothing to release")
-        self.scenario.timeline.release(done[0].request_id)
+        self.scenario.release_oldest()
 
     @param.depends("sharing", watch=True)
     def _rebuild(self) -> None:
@@ -64,6 +63,8 @@ class RadixState(NodeState):
             # an op that fails under the other setting (nothing to release, say) is dropped
             with contextlib.suppress(ValueError, KeyError):
                 self._apply(*op)
+        if self.sharing:
+            self._resolve_prediction()
         self._refresh(playing=False)
 
     def add_request(self, question: str | None = None, settle: bool = False,
@@ -111,9 +112,19 @@ class RadixState(NodeState):
         self._refresh()
         return True
 
+    def question(self) -> Question | None:
+        if self.sharing:
+            return None
+        snap = self.snapshot or self.scenario.snapshot()
+        live = sum(bool(r.block_table) for r in snap.requests)
+        return Question(text.PREDICT.format(live=live, stored=snap.metrics.blocks_stored), "Prefix sharing")
+
+    def outcome(self) -> str:
+        return str(self.scenario.snapshot().metrics.blocks_stored)
+
     def reset(self) -> None:
         """Back to the defaults, the checkbox included: one update that every binding hears."""
         self.scenario = fresh(RadixScenario, False)
         self._refresh("Back to the lesson's starting point.", playing=False, sharing=False,
-                      prompt=MORE_QUESTIONS[0])
+                      prompt=MORE_QUESTIONS[0], predicted={})
 

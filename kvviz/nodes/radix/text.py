@@ -26,8 +26,12 @@ TRY = (
     "blocks in the cache, then **Fill the pool** until the engine has to evict."
 )
 
+PREDICT = ("Predict first: the {live} live requests store {stored} blocks, each its own copy of the system "
+           "prompt. Switch Prefix sharing on: how many blocks will BLOCKS STORED read?")
+LEGEND = ("tokens", "free", "shared", "cached", "copy", "read", "bar")
+
 QUESTION_LABEL = "Your question, after the shared system prompt (up to 200 characters)"
-STRIP_TITLE = (f"GPU KV cache · {RadixScenario.NUM_BLOCKS} blocks · paged, one system prompt for every request")
+STRIP_TITLE = f"GPU KV cache · {RadixScenario.NUM_BLOCKS} blocks · paged"
 
 CARDS = (
     Card("BLOCKS STORED", fmt.blocks_stored,

@@ -20,15 +20,21 @@ from kvviz.web.widgets import Checkbox
 
 
 def events_html(snap) -> str:
-    """The engine's eviction and refusal events, newest first (engine reasons, escaped)."""
-    rows = [e for e in snap.events if e.kind in ("block_evicted", "request_refused", "request_preempted")]
+    """The engine's evictions, newest first, counted (engine reasons, escaped). Refusals and
+    preemptions are the request list's."""
+    rows = [e for e in snap.events if e.kind == "block_evicted"]
     if not rows:
         return '<div class="kv-events kv-empty">No eviction yet: the pool has not run dry.</div>'
     items = "".join(
-        f'<li data-kind="{e.kind}">step {e.step}: {html.escape(e.kind.replace("_", " "))}'
-        f'{" of blocks " + html.escape(fmt.block_ranges(sorted(e.blocks))) if e.blocks else ""}'
-        f' ({html.escape(e.reason)})</li>' for e in reversed(rows[-8:]))
-    return f'<ul class="kv-events">{items}</ul>'
+        f'<li data-kind="{e.kind}">step {e.step}: evicted blocks {html.escape(fmt.block_ranges(sorted(e.blocks)))}'
+        f' ({html.escape(e.reason)})</li>' for e in reversed(rows[-EVENTS_SHOWN:]))
+    blocks = sum(len(e.blocks) for e in rows)
+    more = f" (the latest {EVENTS_SHOWN} below)" if len(rows) > EVENTS_SHOWN else ""
+    return (f'<div class="kv-events"><b>{len(rows)} eviction{"s" if len(rows) != 1 else ""}, {blocks} '
+            f'block{"s" if blocks != 1 else ""} in all{more}:</b><ul>{items}</ul></div>')
+
+
+EVENTS_SHOWN = 4
 
 
 class RadixView(NodeView):
@@ -39,7 +45,8 @@ class RadixView(NodeView):
         names = AccessibleNames(names={"kv-sharing": s.param.sharing.label})
         sharing.param.watch(self._touch, "value")
         box = pn.widgets.TextInput.from_param(s.param.prompt, label=text.QUESTION_LABEL,
-                                              sizing_mode="stretch_width", min_width=220)
+                                              max_length=fmt.PROMPT_MAX_CHARS, sizing_mode="stretch_width",
+                                              min_width=220)
         box.param.watch(lambda _e: (self._touch(), s.add_request()), "enter_pressed")
         events = LiveHTML(events_html(s.snapshot), sizing_mode="stretch_width", margin=(0, 10))
         s.param.watch(Redraw(lambda: setattr(events, "object", events_html(s.snapshot))), "snapshot")
@@ -50,13 +57,15 @@ class RadixView(NodeView):
             pn.FlexBox(sharing, self._button("Reset", s.reset), align_items="center",
                        sizing_mode="stretch_width"),
             names,
+            self._prediction(),
             pn.FlexBox(box, self._button("Add request", s.add_request, color="primary"),
                        self._button("Release oldest", s.release_oldest),
                        self._button("Fill the pool", s.fill_pool, slow=True), align_items="end",
                        sizing_mode="stretch_width"),
+            self._notice(),
             prose(text.TRY, css_classes=["kv-try"]),
-            BlockStrip(snapshot=s.param.snapshot, title=text.STRIP_TITLE),
-            legend(),
+            BlockStrip(snapshot=s.param.snapshot, title=text.STRIP_TITLE, reads=s.param.show_reads),
+            legend(text.LEGEND),
             self._cards(text.CARDS),
             self._transport(),
             RadixTreeFigure(snapshot=s.param.snapshot, sharing=s.param.sharing),

@@ -1,0 +1,92 @@
+"""Predict, then run: the question asked before a node's key action, a box or a choice to commit
+to an answer, and, once the action has run, the engine's outcome beside the prediction.
+
+The state holds everything (kvviz/nodes/state_base.py, `predict`, `predicted`, `predictions`);
+this only draws it. Question texts are the lesson's; what the student typed is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+
+import panel as pn
+import param
+
+from kvviz.nodes import predict
+from kvviz.nodes.state_base import NodeState
+from kvviz.web.live_html import LiveHTML
+
+
+def status_html(state: NodeState) -> str:
+    e = html.escape
+    question = state.question()
+    if state.prediction_note:
+        body, cls = state.prediction_note, "kv-predict-note kv-wrong"
+    elif state.predicted:
+        action = question.action if question else "the action"
+        body = f"Locked in: {state.predicted['predicted']}. Now use {action} and see what the engine does."
+        cls = "kv-predict-note"
+    elif state.predictions and state.predictions[-1]["node"] == state.key:
+        entry = state.predictions[-1]
+        body = predict.verdict(entry)
+        cls = "kv-predict-note " + ("kv-right" if entry["right"] else "kv-wrong")
+    else:
+        return '<div class="kv-predict-note kv-empty"></div>'
+    return f'<div class="{cls}" role="status" data-node="{e(state.key)}">{e(body)}</div>'
+
+
+def question_html(state: NodeState) -> str:
+    question = state.question()
+    if question is None:
+        return '<div class="kv-predict-question kv-empty"></div>'
+    return f'<div class="kv-predict-question">{html.escape(question.text)}</div>'
+
+
+class Prediction(pn.viewable.Viewer):
+    """The prediction panel of a node's state."""
+
+    state = param.ClassSelector(class_=NodeState)
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        s = self.state
+        first = s.question() or predict.Question("", "")
+        if first.choices:  # one button per choice: a click commits
+            self.entry = None
+            buttons = [pn.widgets.Button(label=f"Predict: {c}", color="primary", variant="outline",
+                                         css_classes=["kv-predict-choice"]) for c in first.choices]
+            for c, b in zip(first.choices, buttons, strict=True):
+                b.on_click(lambda _e, c=c: self._lock(c))
+            widgets = buttons
+        else:
+            self.entry = pn.widgets.TextInput(placeholder="a whole number", max_length=predict.MAX_DIGITS, width=190,
+                                              css_classes=["kv-predict-number"])
+            self.entry.param.watch(lambda _e: self._lock(), "enter_pressed")
+            lock = pn.widgets.Button(label="Lock in my prediction", color="primary", variant="outline", align="end")
+            lock.on_click(lambda _e: self._lock())
+            widgets = [self.entry, lock]
+        self.question = LiveHTML(question_html(s), sizing_mode="stretch_width", margin=(4, 10, 0, 10))
+        self.status = LiveHTML(status_html(s), sizing_mode="stretch_width", margin=(0, 10))
+        self.controls = pn.FlexBox(*widgets, align_items="end", sizing_mode="stretch_width")
+        self._layout = pn.Column(self.question, self.controls, self.status, sizing_mode="stretch_width",
+                                 css_classes=["kv-predict"], margin=(4, 0))
+        s.param.watch(lambda *_e: self._render(), ["version", "predicted", "predictions", "prediction_note"])
+        self._render()
+
+    def _lock(self, choice: str | None = None) -> None:
+        self.state.predict(choice if choice is not None else (self.entry.value_input or self.entry.value or ""))
+
+    def _render(self) -> None:
+        s = self.state
+        open_question, status = s.question() is not None, status_html(s)
+        shown = open_question or "kv-empty" not in status
+        with pn.io.hold():
+            self.question.object = question_html(s)
+            self.status.object = status
+            if self.controls.visible != open_question:
+                self.controls.visible = open_question
+            if self._layout.visible != shown:
+                self._layout.visible = shown
+
+    def __panel__(self):
+        return self._layout

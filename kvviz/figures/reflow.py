@@ -1,0 +1,59 @@
+"""Two layouts for one figure, chosen in the browser by its drawn width.
+
+A figure of blocks keeps every position twice in its sources (`x`, `y`, … for a wide screen;
+`x_n`, `y_n`, … for a narrow one, a phone). `reflow` installs a callback that runs in the
+browser whenever the figure's drawn width changes: below `narrow_px` it points every glyph at
+the narrow columns and sets the ranges and the height of that layout; above, back. Nothing is
+sent to the server, and a layout is applied only when it changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from bokeh.models import CustomJS
+
+BIG_PX = 1500  # a figure this wide is on a projector (or a very large screen): larger text
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A layout's ranges (data units; y grows downwards, so y0 > y1) and height (px)."""
+
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    height: int
+
+
+REFLOW_JS = """
+const big = fig.inner_width >= BIG_PX;
+if (fig.__kv_big !== big && (fig.__kv_big !== undefined || big)) {
+  for (const [model, prop, normal, large] of fonts) model[prop] = big ? large : normal;
+}
+fig.__kv_big = big;
+const narrow = fig.inner_width > 0 && fig.inner_width < narrow_px;
+if (fig.__kv_narrow === narrow || (fig.__kv_narrow === undefined && !narrow)) { fig.__kv_narrow = narrow; return; }
+fig.__kv_narrow = narrow;
+const sfx = narrow ? "_n" : "";
+renderers.forEach((r, i) => {
+  for (const k of props[i]) { const [prop, field] = k.split(":"); r.glyph[prop] = {field: (field ?? prop) + sfx}; }
+});
+const f = narrow ? narrow_frame : wide_frame;
+fig.x_range.start = f.x0; fig.x_range.end = f.x1;
+fig.y_range.start = f.y0; fig.y_range.end = f.y1;
+fig.height = f.height;
+"""
+
+
+def reflow(fig, renderers: list[tuple[object, tuple[str, ...]]], narrow_px: int, wide: Frame, narrow: Frame,
+           fonts: list[tuple[object, str, str, str]] = ()) -> None:
+    """`renderers`: (glyph renderer, the properties whose column has a `_n` twin) pairs; a
+    property is named as its column, or written 'property:column'. `fonts`: (model, font size
+    property, normal size, size on a projector) for text that must read from the back of a room
+    when the figure is BIG_PX wide or more."""
+    fig.js_on_change("inner_width", CustomJS(code=REFLOW_JS.replace("BIG_PX", str(BIG_PX)), args=dict(
+        fig=fig, renderers=[r for r, _ in renderers], props=[list(p) for _, p in renderers],
+        narrow_px=narrow_px, wide_frame=asdict(wide), narrow_frame=asdict(narrow),
+        fonts=[list(f) for f in fonts])))

@@ -1,0 +1,68 @@
+"""Back and continue links at the foot of each node, so a class can follow the lesson's order.
+
+On the full page a link scrolls to its node's section (found by its `kv-node-<key>` class, as
+the navigation does); on a node served alone (`?node=paging`, e.g. in an iframe) there is no
+such section, so the link opens that node's own page. Labels and keys are the registry's
+(static lesson text, escaped).
+"""
+
+from __future__ import annotations
+
+import html
+
+import param
+from panel.custom import JSComponent
+
+from kvviz.web.keyboard import FIND_SECTIONS_JS
+
+_ESM = FIND_SECTIONS_JS + """
+export function render({ model }) {
+  const nav = document.createElement("nav");
+  nav.className = "kv-steps";
+  nav.setAttribute("aria-label", "Back and continue");
+  nav.innerHTML = model.items_html;
+  nav.addEventListener("click", (event) => {
+    const link = event.target.closest("a[data-node]");
+    if (!link) return;
+    const hit = sections(document, 0, []).find(([key]) => key === link.dataset.node);
+    if (!hit) return;  // a node alone: follow the link to the other node's page
+    event.preventDefault();
+    hit[1].scrollIntoView({ behavior: "smooth", block: "start" });
+    // (nodes passed on the way are built as they come near and grow: settle on the target)
+    for (const ms of [700, 1400, 2200]) {
+      setTimeout(() => { if (Math.abs(hit[1].getBoundingClientRect().top) > 4) hit[1].scrollIntoView({ block: "start" }); }, ms);
+    }
+  });
+  return nav;
+}
+"""
+
+
+def links_html(back: tuple[str, str, str] | None, onward: tuple[str, str, str] | None) -> str:
+    """`back`, `onward`: (key, number, title) of the nodes before and after, or None."""
+    e = html.escape
+    out = []
+    if back:
+        out.append(f'<a class="kv-back" href="?node={e(back[0])}" data-node="{e(back[0])}">← Back: '
+                   f'{e(back[1])} · {e(back[2])}</a>')
+    if onward:
+        out.append(f'<a class="kv-continue" href="?node={e(onward[0])}" data-node="{e(onward[0])}">Continue: '
+                   f'{e(onward[1])} · {e(onward[2])} →</a>')
+    return "".join(out)
+
+
+class StepLinks(JSComponent):
+    items_html = param.String(default="", doc="the links, from links_html()")
+
+    _esm = _ESM
+
+
+def step_links(key: str) -> StepLinks:
+    """The back and continue links of node `key`, in the registry's order."""
+    from kvviz.nodes import NODES  # (at call time: the registry imports every node's view)
+
+    keys = [n.key for n in NODES]
+    i = keys.index(key)
+    near = [(n.key, n.number, n.title) if n else None
+            for n in (NODES[i - 1] if i > 0 else None, NODES[i + 1] if i + 1 < len(NODES) else None)]
+    return StepLinks(items_html=links_html(*near), sizing_mode="stretch_width", margin=(8, 10))

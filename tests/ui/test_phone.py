@@ -1,0 +1,99 @@
+"""The lesson on a phone (390×844, is_mobile: the browser honours the viewport tag as a phone
+does): laid out at the phone's own width, body text ≥ 14 px, no sideways scrolling, and block
+strips and block tables reflowed to rows of eight whose labels fit their cells."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.ui
+
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 2}
+
+# The lesson's own parts of the page: the nodes of this issue, the intro and the closing summary.
+OURS = ("kv-node-fragmentation", "kv-node-paging", "kv-node-radix", "kv-node-explain", "kv-intro", "kv-summary")
+
+# Every visible element with text of its own, inside one of `roots` (elements with those classes,
+# shadow roots included), whose font is smaller than `min_px`; figures draw on canvas and are
+# checked through their models instead.
+SMALL_TEXT_JS = """([min_px, roots]) => {
+  const small = [];
+  const check = (el) => {
+    if (![...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) return;
+    const r = el.getBoundingClientRect(), cs = getComputedStyle(el);
+    if (!r.width || !r.height || cs.visibility === "hidden") return;
+    if (parseFloat(cs.fontSize) < min_px) small.push(cs.fontSize + " " + el.textContent.trim().slice(0, 40));
+  };
+  const inside = (root) => {
+    for (const el of root.querySelectorAll("*")) { check(el); if (el.shadowRoot) inside(el.shadowRoot); }
+  };
+  const find = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      if (roots.some((c) => el.classList.contains(c))) { check(el); inside(el); if (el.shadowRoot) inside(el.shadowRoot); }
+      else if (el.shadowRoot) find(el.shadowRoot);
+    }
+  };
+  find(document);
+  return small;
+}"""
+
+# The block figures (strips, page tables): cells per row now, and a cell's width in pixels.
+FIGURES_JS = """() => {
+  const out = [];
+  for (const doc of Bokeh.documents) for (const m of doc.all_models) {
+    if (m.type !== "Figure" || !m.renderers.some((r) => "x_n" in r.data_source.data)) continue;
+    out.push({per_row: m.x_range.end - m.x_range.start, width: m.inner_width});
+  }
+  return out;
+}"""
+
+
+@pytest.fixture
+def phone(browser):
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    page.kv_errors = []
+    page.on("console", lambda m: page.kv_errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.kv_errors.append(str(e)))
+    page.set_default_timeout(60_000)
+    yield page
+    context.close()
+
+
+def settle(page):
+    page.locator(".kv-keyboard").wait_for(state="attached")
+    page.wait_for_timeout(800)  # (the figures reflow once their width is known)
+
+
+@pytest.mark.parametrize("node", ["fragmentation", "paging", "radix", "explain"])
+def test_a_node_on_a_phone_is_laid_out_at_the_phones_width_with_readable_text(phone, lesson_url, node):
+    phone.goto(f"{lesson_url}?node={node}")
+    settle(phone)
+    assert phone.evaluate("window.innerWidth") == 390  # not a 980 px page shrunk to fit
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+    assert phone.evaluate(SMALL_TEXT_JS, [14, list(OURS)]) == []
+    assert phone.kv_errors == []
+
+
+def test_the_full_page_on_a_phone_has_the_viewport_tag_and_no_sideways_scroll(phone, lesson_url):
+    phone.goto(lesson_url)
+    settle(phone)
+    assert phone.locator('meta[name="viewport"]').get_attribute("content") == "width=device-width, initial-scale=1"
+    assert phone.evaluate("window.innerWidth") == 390
+    phone.locator(".kv-node-radix").first.scroll_into_view_if_needed()
+    expect(phone.locator('.kv-metric[data-node="radix"][data-label="SAVED"] .kv-value')).to_have_text("0%")
+    phone.wait_for_timeout(800)
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+    assert phone.evaluate(SMALL_TEXT_JS, [14, list(OURS)]) == []
+
+
+@pytest.mark.parametrize("node, count", [("fragmentation", 1), ("paging", 4)])
+def test_strips_and_block_tables_reflow_to_rows_of_eight_whose_labels_fit(phone, lesson_url, node, count):
+    phone.goto(f"{lesson_url}?node={node}")
+    settle(phone)
+    figures = phone.evaluate(FIGURES_JS)
+    assert len(figures) == count
+    for fig in figures:
+        assert fig["per_row"] == 8
+        assert 0.9 * fig["width"] / 8 >= 36  # a cell holds its bold 12 px label ("R12", "×4") with room

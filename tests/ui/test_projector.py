@@ -1,0 +1,62 @@
+"""The lesson on a projector (1920×1080): every control, card value and headline at 18 px or
+more, so it reads from the back of a room; Prefix sharing is a large labelled switch."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.ui
+
+READABLE = ("button", "input:not([type=checkbox])", "select", "textarea", ".bk-slider-title", ".bk-input-group > label",
+            ".kv-value", "h3", ".kv-headline", ".kv-predict-question", ".kv-step", ".kv-label", ".bk-label")
+
+# (selector, font size, text) of every visible element matching one of the selectors, in shadow roots too.
+SIZES_JS = """(selectors) => {
+  const out = [];
+  const walk = (root) => {
+    for (const el of root.querySelectorAll(selectors.join(","))) {
+      const r = el.getBoundingClientRect();
+      if (r.width && r.height) out.push([parseFloat(getComputedStyle(el).fontSize), (el.textContent || el.value || el.placeholder || "").trim().slice(0, 40)]);
+    }
+    for (const el of root.querySelectorAll("*")) if (el.shadowRoot) walk(el.shadowRoot);
+  };
+  walk(document);
+  return out;
+}"""
+
+# The font size of the title of every figure drawn (a hidden one has no width yet).
+TITLES_JS = """() => [...Bokeh.documents].flatMap((d) => [...d.all_models])
+  .filter((m) => m.type === "Figure" && m.title && m.title.text && m.inner_width > 0).map((m) => m.title.text_font_size)"""
+
+
+@pytest.fixture
+def projector(page):
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    return page
+
+
+@pytest.mark.parametrize("node", ["fragmentation", "paging", "radix"])
+def test_controls_card_values_and_headlines_are_18px_or_more_on_a_projector(projector, lesson_url, node):
+    projector.goto(f"{lesson_url}?node={node}")
+    projector.locator(".kv-keyboard").wait_for(state="attached")
+    projector.wait_for_timeout(800)
+    sizes = projector.evaluate(SIZES_JS, list(READABLE))
+    assert len(sizes) > 10
+    assert [s for s in sizes if s[0] < 18] == []
+    assert set(projector.evaluate(TITLES_JS)) == {"20px"}  # the strips' titles, drawn on canvas
+    assert projector.kv_errors == []
+
+
+def test_prefix_sharing_is_a_large_switch_that_says_its_state(projector, lesson_url):
+    projector.goto(f"{lesson_url}?node=radix")
+    switch = projector.get_by_role("checkbox", name="Prefix sharing")
+    box = switch.bounding_box()
+    assert box["width"] >= 48 and box["height"] >= 28
+    label = projector.locator(".kv-sharing .bk-label")
+    assert projector.evaluate("(el) => getComputedStyle(el, '::after').content", label.element_handle()) == '": off"'
+    switch.click()
+    expect(projector.locator('.kv-metric[data-label="SAVED"] .kv-value')).to_have_text("50%")
+    assert projector.evaluate("(el) => getComputedStyle(el, '::after').content", label.element_handle()) == '": on"'
+    projector.wait_for_timeout(800)  # the radix tree, shown now, takes the projector's sizes too
+    assert set(projector.evaluate(TITLES_JS)) == {"20px"} and len(projector.evaluate(TITLES_JS)) == 2
