@@ -156,9 +156,18 @@ def wire(doc, node: str, controls):
     return play
 
 
+# Every node's predict-then-run controls need a live engine to answer (kvviz/figures/prediction.py).
+PREDICTION_LABELS = ("Predict: ", "Lock in my prediction")
+PREDICTION_PLACEHOLDER = "a whole number"
+
+
 def disable(doc, labels) -> None:
-    """Show the controls that need the live engine disabled (inputs by title, buttons by label)."""
+    """Show the controls that need the live engine disabled: inputs by title, buttons by label,
+    and every prediction control."""
     for model in doc.models:
-        if (getattr(model, "title", None) in labels or getattr(model, "label", None) in labels) and hasattr(
-                model, "disabled"):
+        if not hasattr(model, "disabled"):
+            continue
+        title, label = getattr(model, "title", None), getattr(model, "label", None)
+        if (title in labels or label in labels or (isinstance(label, str) and label.startswith(PREDICTION_LABELS))
+                or getattr(model, "placeholder", None) == PREDICTION_PLACEHOLDER):
             model.disabled = True

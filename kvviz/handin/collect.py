@@ -9,8 +9,6 @@ headline metric cards of every live node, as the student saw them.
 
 from __future__ import annotations
 
-import sys
-
 from kvviz.handin.model import HandIn
 
 
@@ -29,20 +27,28 @@ def metrics(states: dict) -> dict:
 
 
 def checks(explain) -> list[dict]:
-    """The self-checks the student tried: what they typed, the verdict and whether it was right."""
+    """The self-checks the student answered: the question as asked, what they said, the engine's
+    answer, the verdict and whether it was right (explain it back keeps each as a resolved
+    prediction: {node, question, predicted, outcome, right})."""
     responses = getattr(explain, "responses", None) or {}
     feedback = getattr(explain, "feedback", None) or {}
-    module = sys.modules.get(type(explain).__module__)
-    questions = {getattr(c, "key", None): getattr(c, "question", "") for c in getattr(module, "CHECKS", ())}
-    order = list(questions) + [k for k in responses if k not in questions]
-    return [{"key": k, "question": questions.get(k) or k, "typed": responses[k], "feedback": feedback.get(k, ""),
-             "right": str(feedback.get(k, "")).startswith("Right")}
-            for k in order if k in responses]
+    out = []
+    for key, entry in responses.items():
+        if not isinstance(entry, dict):
+            continue
+        out.append({"key": str(key), "question": str(entry.get("question", "")), "typed": str(entry.get("predicted", "")),
+                    "outcome": str(entry.get("outcome", "")), "feedback": str(feedback.get(key, "")),
+                    "right": entry.get("right") is True})
+    return out
 
 
 def predictions(states: dict) -> list[dict]:
-    """Every prediction made, from the explain state and from any node's state, each once."""
-    seen, out = set(), []
+    """Every prediction made, from the explain state and from any node's state, each once (the
+    self-checks, which explain it back also lists among its predictions, are in `checks`)."""
+    explain = states.get("explain")
+    answered = getattr(explain, "responses", None) or {}
+    seen = {(e.get("node"), e.get("question"), e.get("predicted")) for e in answered.values() if isinstance(e, dict)}
+    out = []
     for state in [states.get("explain"), *states.values()]:
         for p in getattr(state, "predictions", None) or ():
             if not isinstance(p, dict):

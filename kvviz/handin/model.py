@@ -25,7 +25,7 @@ MAX_HANDINS = 2000  # students in one class database: a hand-in by a new student
 STUDENT_ID = re.compile(r"[0-9a-f]{32}")
 # What urllib.parse.urlencode writes: letters, digits, _.-~, %XX and + (no quotes, no spaces).
 QUERY = re.compile(r"(\?[A-Za-z0-9_.~+%=&-]*)?")
-CHECK_FIELDS = ("key", "question", "typed", "feedback")
+CHECK_FIELDS = ("key", "question", "typed", "outcome", "feedback")
 PREDICTION_FIELDS = ("node", "question", "predicted", "outcome")
 
 
@@ -81,7 +81,7 @@ class HandIn:
     student_id: str
     name: str
     answer: str = ""
-    checks: tuple[dict, ...] = ()  # {key, question, typed, feedback, right}
+    checks: tuple[dict, ...] = ()  # {key, question, typed, outcome, feedback, right}
     predictions: tuple[dict, ...] = ()  # {node, question, predicted, outcome, right}
     query: str = ""  # the state link's query ('?...', or '' for the defaults)
     metrics: dict = field(default_factory=dict)  # {node: {card label: value text}}

@@ -39,8 +39,9 @@ def _items_html(h: HandIn) -> str:
     lines = []
     for c in h.checks:
         mark = {True: "✓", False: "✗"}.get(c["right"], "·")
+        outcome = f" → {e(c['outcome'])}" if c.get("outcome") else ""
         lines.append(f'<li data-right="{e(str(c["right"]).lower())}">{mark} {e(c["question"])} '
-                     f'<b>{e(c["typed"])}</b></li>')
+                     f'<b>{e(c["typed"])}</b>{outcome}</li>')
     for p in h.predictions:
         mark = {True: "✓", False: "✗"}.get(p["right"], "·")
         outcome = f" → {e(p['outcome'])}" if p["outcome"] else ""

@@ -42,6 +42,10 @@ def test_node_01_defaults_free_r2_slider_and_transport(offline, static_site):
     page = offline
     open_node(page, static_site, "fragmentation")
     expect(metric(page, "IN USE")).to_have_text("12 / 32 · 38%")
+    predict = page.get_by_role("button", name=re.compile(r"^Predict"))  # (needs a live engine to answer)
+    assert predict.count() > 0
+    for k in range(predict.count()):
+        expect(predict.nth(k)).to_be_disabled()
     page.get_by_role("button", name="Free R2").click()
     expect(metric(page, "LARGEST GAP")).to_have_text("8 / 16 free")
     page.get_by_role("button", name="Reset").click()
