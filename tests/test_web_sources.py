@@ -45,3 +45,32 @@ def test_a_mostly_changed_column_or_a_new_dtype_is_sent_whole():
     (event,) = events_of(source, {"x": changed})
     assert isinstance(event, ColumnDataChangedEvent)  # (a patch would cast 0.5 into an int column)
     assert source.data["x"][0] == 0.5
+
+
+def test_binary_hands_out_new_columns_so_shared_data_is_never_changed_in_place():
+    from kvviz.web.sources import binary
+
+    shared = {"x": np.arange(3.0), "label": ["a", "b", "c"], "n": [1, 2, 3]}
+    out = binary(shared)
+    assert out["x"] is not shared["x"] and out["label"] is not shared["label"]
+    out["x"][0], out["label"][0] = 9.0, "z"
+    assert shared["x"][0] == 0.0 and shared["label"][0] == "a" and out["n"].dtype == np.int32
+
+
+def test_per_snapshot_computes_once_per_snapshot_object_and_is_bounded(monkeypatch):
+    from kvviz.web import per_snapshot as module
+
+    monkeypatch.setattr(module, "CAPACITY", 2)
+    calls = []
+
+    @module.per_snapshot
+    def draw(snap, width):
+        calls.append((snap, width))
+        return {"width": width}
+
+    a, b, c = object(), object(), object()
+    assert draw(a, 1) is draw(a, 1) and len(calls) == 1
+    draw(a, 2), draw(b, 1), draw(c, 1)
+    assert len(calls) == 4 and len(draw.cache) == 2
+    draw(a, 1)  # (dropped, the oldest: computed again)
+    assert len(calls) == 5

@@ -21,6 +21,7 @@ from engine import Snapshot, ceil_div
 from kvviz.figures.cells import CELL_H, LAYOUTS, bar_data, cells_of, draw_cells, hatch_data, place
 from kvviz.figures.reflow import Frame, reflow
 from kvviz.web.live_html import LiveHTML
+from kvviz.web.per_snapshot import per_snapshot
 from kvviz.web.redraw import Redraw
 from kvviz.web.refs import Ref, value, watch
 from kvviz.web.sources import assign, binary, padded
@@ -44,6 +45,7 @@ def free_runs(snap: Snapshot) -> list[tuple[int, int]]:
     return runs
 
 
+@per_snapshot
 def gap_data(snap: Snapshot, per_row: int, narrow_per_row: int) -> dict:
     """One box per row segment of each free run, in both layouts (pure), labelled with the
     run's length; a run that goes on to the next row says so ("…")."""
@@ -98,6 +100,7 @@ def reads_caption(snap: Snapshot, shown: bool) -> str:
     return f'<div class="kv-reads" role="status">{html.escape(text)}. Hover a block: who read it, through which page.</div>'
 
 
+@per_snapshot
 def strip_data(snap: Snapshot, per_row: int = PER_ROW, narrow_per_row: int = NARROW_PER_ROW,
                show_reads: bool = True) -> tuple[dict, dict, dict]:
     """Column data for the cells, the fill bars and the hatch stripes of a snapshot (pure: no

@@ -24,6 +24,7 @@ from kvviz.figures.block_strip import MIN_CELL_PX, NARROW_PER_ROW, NARROW_PX, PE
 from kvviz.figures.cells import CELL_W, LAYOUTS, bar_data, cells_of, draw_cells, hatch_data, place
 from kvviz.figures.reflow import Frame, reflow
 from kvviz.web.live_html import LiveHTML
+from kvviz.web.per_snapshot import per_snapshot
 from kvviz.web.redraw import Redraw
 from kvviz.web.refs import Ref, value, watch
 from kvviz.web.sources import assign, binary, padded
@@ -46,6 +47,7 @@ def _with_bars_and_stripes(cells: dict, fractions: list[float]) -> tuple[dict, d
     return cells, bar_data(cells, fractions), hatch_data(cells)
 
 
+@per_snapshot
 def table_data(snap: Snapshot, name: str | None) -> tuple[tuple[dict, dict, dict], tuple[dict, dict, dict], dict]:
     """(cells, bars, stripes) of the pages and of the physical blocks, and the links, of request
     `name` (pure)."""
@@ -80,6 +82,7 @@ def table_data(snap: Snapshot, name: str | None) -> tuple[tuple[dict, dict, dict
             padded(links, n, tuple(links)))
 
 
+@per_snapshot
 def summary_html(snap: Snapshot, name: str | None, pool: str) -> str:
     req = next((r for r in snap.requests if r.name == name), None)
     if req is None:

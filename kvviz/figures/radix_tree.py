@@ -18,6 +18,7 @@ from kvviz import formatting as fmt
 from kvviz.figures.cells import CACHED_FILL, SHARED_FILL, ink_on, owner_colour
 from kvviz.figures.reflow import Frame, reflow
 from kvviz.web.live_html import LiveHTML
+from kvviz.web.per_snapshot import per_snapshot
 from kvviz.web.redraw import Redraw
 from kvviz.web.refs import Ref, value, watch
 from kvviz.web.sources import assign, binary, padded
@@ -77,6 +78,7 @@ def layout(snap: Snapshot) -> tuple[dict, dict, int]:
     return nodes, edges, rows
 
 
+@per_snapshot
 def source_data(snap: Snapshot) -> tuple[dict, dict, int]:
     """`layout` padded to a fixed number of rows (see kvviz/sources.py): every node holds at
     least one block, so the tree never has more than blocks_total nodes besides the root."""

@@ -98,12 +98,15 @@ def _same(a, b) -> bool:
 def binary(columns: dict[str, list]) -> dict:
     """`columns` with every all-number column as a NumPy array (float64, or int32 for whole
     numbers): Bokeh sends an array as one binary buffer, a list number by number, which is most
-    of the time it takes to serialise a page's figures."""
+    of the time it takes to serialise a page's figures. Every column is a new object: the data
+    may be shared by many sessions (kvviz/web/per_snapshot.py), and a patch changes a source's
+    columns in place."""
     out = {}
     for name, values in columns.items():
-        if isinstance(values, np.ndarray) or not len(values) or not all(
-                isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-            out[name] = values
+        if isinstance(values, np.ndarray):
+            out[name] = values.copy()
+        elif not len(values) or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            out[name] = list(values)
         elif all(isinstance(v, int) for v in values):
             out[name] = np.asarray(values, dtype=np.int32)
         else:
