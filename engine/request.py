@@ -6,6 +6,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 
+class Stop(StrEnum):
+    """Why a finished request stopped generating (the model itself never ends a reply here)."""
+
+    NONE = ""  # not finished
+    BUDGET = "budget"  # it generated its max_new_tokens
+    CONTEXT = "context"  # it reached the model's context length
+    SLAB_FULL = "slab_full"  # contiguous policy: every slot of its reserved slab holds KV
+
+
 class Status(StrEnum):
     WAITING = "waiting"  # queued: not admitted yet, or preempted and waiting to be recomputed
     RUNNING = "running"  # holds blocks, generating
@@ -27,6 +36,7 @@ class Request:
     num_prefix_hit: int = 0  # of those, tokens matched in the radix cache at the last admission
     num_preemptions: int = 0
     reason: str = ""  # why it was refused, preempted or finished, in words
+    stop: Stop = Stop.NONE  # why it finished, as data
     radix_node: object = None  # the deepest radix node this request locks, if any
 
     @property

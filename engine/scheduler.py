@@ -16,7 +16,7 @@ from engine.block_pool import BlockPool
 from engine.config import EngineConfig
 from engine.events import EventLog
 from engine.radix_cache import RadixCache
-from engine.request import Request, Status
+from engine.request import Request, Status, Stop
 from engine.util import ceil_div
 
 
@@ -186,17 +186,17 @@ class Scheduler:
 
     # -- finishing and release -------------------------------------------------------------
     def finish_if_done(self, req: Request, max_seq_len: int) -> None:
-        why = None
+        why, stop = None, Stop.NONE
         bs = self.pool.block_size
         if len(req.output_ids) >= req.max_new_tokens:
             n = req.max_new_tokens
-            why = f"generated its {n} new token{'s' if n != 1 else ''}"
+            why, stop = f"generated its {n} new token{'s' if n != 1 else ''}", Stop.BUDGET
         elif req.num_tokens >= max_seq_len:
-            why = f"reached the model's context of {max_seq_len} tokens"
+            why, stop = f"reached the model's context of {max_seq_len} tokens", Stop.CONTEXT
         elif not self.is_paged and req.num_computed >= len(req.block_table) * bs:
-            why = f"its reserved slab of {len(req.block_table)} blocks is full"
+            why, stop = f"its reserved slab of {len(req.block_table)} blocks is full", Stop.SLAB_FULL
         if why is not None:
-            req.status, req.reason = Status.FINISHED, why
+            req.status, req.reason, req.stop = Status.FINISHED, why, stop
             self.running.remove(req)
             self.log.emit("request_finished", req.request_id, (), f"{req.name} finished: {why}")
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from engine.block_pool import BlockPool
 from engine.events import Event
 from engine.radix_cache import RadixCache
-from engine.request import Request, Status
+from engine.request import Request, Status, Stop
 from engine.util import ceil_div
 
 BLOCK_STATES = ("free", "reserved", "tokens", "cached")  # reserved = reserved-empty; cached = cached-idle
@@ -35,6 +35,7 @@ class Metrics:
     num_running: int
     num_waiting: int
     num_finished: int  # finished and still holding their KV
+    cut_off: int  # of those, stopped because their reserved slab was full (contiguous policy)
     rejected: int  # requests refused since reset
     preempted: int  # preemptions since reset
     evicted_blocks: int  # blocks evicted from the prefix cache since reset
@@ -77,6 +78,7 @@ def compute_metrics(pool: BlockPool, requests: list[Request], radix: RadixCache 
         num_running=sum(r.status is Status.RUNNING for r in requests),
         num_waiting=sum(r.status is Status.WAITING for r in requests),
         num_finished=sum(r.status is Status.FINISHED for r in live),
+        cut_off=sum(r.status is Status.FINISHED and r.stop is Stop.SLAB_FULL for r in live),
         rejected=counters.rejected,
         preempted=counters.preempted,
         evicted_blocks=counters.evicted_blocks,
@@ -111,6 +113,7 @@ class RequestView:
     num_cached: int  # of the prompt, tokens reused from the prefix cache at admission
     num_preemptions: int
     reason: str
+    stop: str  # why it finished: '' (not finished), 'budget', 'context' or 'slab_full'
     prompt: str
     text: str  # prompt and generation so far
     generated: str
@@ -173,7 +176,7 @@ def build_snapshot(engine) -> Snapshot:
     req_views = tuple(
         RequestView(
             r.request_id, r.name, r.status.value, tuple(r.block_table), r.num_tokens, len(r.prompt_ids),
-            r.num_computed, r.num_prefix_hit, r.num_preemptions, r.reason,
+            r.num_computed, r.num_prefix_hit, r.num_preemptions, r.reason, r.stop.value,
             tok.decode(r.prompt_ids), tok.decode(r.all_ids), tok.decode(r.output_ids),
         )
         for r in requests

@@ -37,16 +37,15 @@ def largest_gap(m: Metrics) -> str:
 
 
 def stopped_by_slab(snap: Snapshot, r) -> bool:
-    """Whether request view `r` of a contiguous pool finished because its slab was full: the
-    engine's own condition (every slot of its slab holds KV when it finished)."""
-    return (snap.policy == "contiguous" and r.status == "finished" and bool(r.block_table)
-            and r.num_computed >= len(r.block_table) * snap.block_size)
+    """Whether request view `r` finished because its reserved slab was full (the engine says
+    so: `RequestView.stop`)."""
+    return r.status == "finished" and r.stop == "slab_full"
 
 
-def cut_off(snap: Snapshot) -> str:
-    """CUT OFF: replies stopped by a full slab, of the requests holding a slab."""
-    holding = [r for r in snap.requests if r.block_table]
-    return f"{sum(stopped_by_slab(snap, r) for r in holding)} of {len(holding)}"
+def cut_off(m: Metrics) -> str:
+    """CUT OFF: replies the engine stopped because their slab was full, of the requests holding
+    blocks (running or finished)."""
+    return f"{m.cut_off} of {m.num_running + m.num_finished}"
 
 
 def full(m: Metrics) -> str:

@@ -8,7 +8,7 @@ block ids), so a state is named by its config and its operations. Three conseque
   only the read-only model) and replays from the latest one that is a prefix.
 * What an operation returns, whether work remains after it, and the snapshot it leaves are the
   same for every session that reaches that state: they are kept once per process (`MEMO`, a
-  bounded LRU) and shared. Forty students playing the same request compute it once; their
+  bounded LRU, kvviz/timeline_memo.py) and shared. Forty students playing the same request compute it once; their
   timelines record the operations and read the shared results.
 * So the engine itself runs only when needed: it is brought up to date (`engine`) only when an
   operation or a snapshot is not in the memo, and then from its own state or a checkpoint.
@@ -18,12 +18,12 @@ Results are shared, never the engines: each timeline owns its engine and its che
 
 from __future__ import annotations
 
-import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from engine import Engine, EngineConfig, Snapshot
+from kvviz.timeline_memo import MEMO, Memo, Outcome
+
+__all__ = ["MEMO", "Memo", "Op", "Outcome", "Timeline"]
 
 
 @dataclass(frozen=True)
@@ -35,59 +35,6 @@ class Op:
     request_id: int = 0
 
 
-@dataclass
-class Outcome:
-    """What reaching a state by one operation gave: the operation's result, whether a step
-    would do anything there, and (once asked for) the state's snapshot."""
-
-    result: object
-    has_work: bool
-    snapshot: Snapshot | None = None
-
-
-class Memo:
-    """A process-wide, bounded map from (config, ops) to the Outcome of the last op."""
-
-    def __init__(self, capacity: int):
-        self.capacity, self.hits, self.misses = capacity, 0, 0
-        self._items: OrderedDict[tuple, Outcome] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple) -> Outcome | None:
-        with self._lock:
-            found = self._items.get(key)
-            if found is None:
-                self.misses += 1
-            else:
-                self.hits += 1
-                self._items.move_to_end(key)
-            return found
-
-    def put(self, key: tuple, outcome: Outcome) -> None:
-        if self.capacity == 0:
-            return
-        with self._lock:
-            self._items[key] = outcome
-            self._items.move_to_end(key)
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
-def memo_capacity(environ=os.environ) -> int:
-    """KVVIZ_TIMELINE_MEMO: how many states a process keeps (0 turns the memo off); default 3000,
-    a few tens of MB of snapshots at most."""
-    text = environ.get("KVVIZ_TIMELINE_MEMO", "")
-    return int(text) if text.isascii() and text.isdigit() and len(text) <= 6 else 3000
-
-
-MEMO = Memo(capacity=memo_capacity())
 CHECKPOINT_EVERY = 32  # operations between checkpoints
 MAX_CHECKPOINTS = 8  # per timeline: at most a few MB of KV each
 

@@ -223,3 +223,16 @@ def test_snapshots_compare_without_their_wall_clock_figure(make_engine, drain):
     slower = dataclasses.replace(snap_b.metrics, prefill_seconds=snap_b.metrics.prefill_seconds + 1.0)
     assert snap_a == snap_b and snap_a.metrics == slower
     assert dataclasses.replace(snap_a.metrics, steps=snap_a.metrics.steps + 1) != snap_a.metrics
+
+
+def test_a_finished_request_says_why_it_stopped_and_cut_offs_are_counted(make_engine, drain):
+    e = make_engine(num_blocks=8, block_size=4, policy="contiguous", reserve_blocks=2)
+    short = e.add_request("abcdef", 20)  # 6 prompt tokens in a slab of 8 slots: stopped by the slab
+    fits = e.add_request("ab", 3)  # 2 + 3 tokens, 4 with KV: fits its slab, stopped by its budget
+    drain(e)
+    snap = e.snapshot()
+    assert (snap.request(short).stop, snap.request(fits).stop) == ("slab_full", "budget")
+    assert "slab of 2 blocks is full" in snap.request(short).reason
+    assert snap.metrics.cut_off == 1 and snap.metrics.num_finished == 2
+    e.release(short)
+    assert e.snapshot().metrics.cut_off == 0  # (released: it holds nothing any more)

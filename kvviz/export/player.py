@@ -30,29 +30,7 @@ PLAYER_JS = r"""
     if ("map" in v) { const o = {}; for (const k in v.map) o[k] = decode(v.map[k]); return o; }
     return v;
   }
-  const CONTROLLERS = {
-    fragmentation: {
-      reserve(n, v) { n.reserve = v; n.go(`r${v}f${n.freed ? 1 : 0}`); },
-      free_r2(n) { n.freed = true; n.go(`r${n.reserve}f1`); },
-      reset(n) { n.freed = false; n.reserve = n.meta.default_reserve; n.go(`r${n.reserve}f0`); },
-    },
-    paging: {
-      add(n) {
-        if (n.adds >= n.meta.adds) return;
-        const before = n.rec.steps[`a${n.adds}`].at(-1);
-        n.adds += 1;
-        const key = `a${n.adds}`, steps = n.rec.steps[key];
-        const first = steps.findIndex((s) => s > before);  // the new request's first step, as live
-        n.go(key, first < 0 ? steps.length - 1 : first);
-        n.play(true);
-      },
-      reset(n) { n.adds = 0; n.go("a0"); },
-    },
-    radix: {
-      sharing(n, on) { n.go(on ? "s1" : "s0"); },
-      reset(n) { n.go("s0"); },
-    },
-  };
+  const CONTROLLERS = {};  // node -> its recipe's controller (kvviz/nodes/<node>/recording.py)
   class Node {
     constructor(name, rec, meta, doc, playButton) {
       Object.assign(this, { name, rec, meta, doc, playButton, shown: null, timer: null, period: 250 });
@@ -115,6 +93,7 @@ PLAYER_JS = r"""
       start();
     },
     act(name, action, value) { if (nodes[name]) nodes[name].act(action, value); },
+    controllers: CONTROLLERS,
     nodes,
   };
 })();

@@ -1,6 +1,6 @@
 """Write the static site: a page per recorded node, index.html with all of them, and what they need.
 
-A node is recorded when kvviz/export/recipes.py has a recipe for it; a node that watches
+A node is recorded when its registry entry has a recipe (kvviz/nodes/<node>/recording.py); a node that watches
 something outside the lesson (node 04, a live vLLM) has nothing to record and is left out.
 
 Every page is a Bokeh document saved with its JavaScript inlined, the lesson's stylesheet and
@@ -79,6 +79,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict) -> tuple[Docu
         rec = record(doc, state, recipe.branches, lambda r=recipe, s=state: r.branches[r.default](s))
         play = wire(doc, key, recipe.controls)
         disable(doc, recipe.live_only)
+        scripts.append(f"window.kvvizPlayer.controllers[{json.dumps(key)}] = {recipe.controller};")
         scripts.append(f"window.kvvizPlayer.register({json.dumps(key)}, {json.dumps(_pack(rec.to_json()))}, "
                        f"{json.dumps(recipe.meta)}, {json.dumps(play.id if play else None)}, "
                        f"{json.dumps(recipe.default)});")

@@ -18,6 +18,7 @@ nothing and creates nothing.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sqlite3
@@ -158,7 +159,7 @@ class Store:
             created, count = (old[0], old[1] + 1) if old else (now, 1)
             c.execute(f"INSERT OR REPLACE INTO handins ({COLUMNS}, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                       (h.student_id, *fields, created, now, count, rev))
-            return HandIn(**{**h.__dict__, "created_at": created, "updated_at": now, "submissions": count})
+            return dataclasses.replace(h, created_at=created, updated_at=now, submissions=count)
 
         return self._write(self._connect(create=True), body)
 

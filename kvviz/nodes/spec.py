@@ -3,6 +3,7 @@ URL code, the tests and the benchmarks need to find about one node, in one place
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -23,6 +24,7 @@ class Node:
     url: ModuleType | None = None  # its URL fields: PARAMS, WATCH, parse, restore, query
     needs: tuple[str, ...] = ()  # the other nodes' states its state is built over (by key)
     live: bool = True  # runs engines (a transport, keyboard shortcuts, a play timer)
+    recording: Callable | None = None  # () -> its static-export Recipe (kvviz/export), or None: left out
 
     def new_state(self, states: dict):
         """A fresh state; `states` holds the states of the nodes before it, by key."""

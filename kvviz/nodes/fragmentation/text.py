@@ -42,9 +42,8 @@ LEGEND = ("tokens", "reserved", "free", "gap", "read", "bar")
 CARDS = (  # (the registry's: each reads the engine's Metrics)
     Card("IN USE", fmt.in_use, "Blocks holding at least one token, of all blocks in the pool."),
     Card("RESERVED · EMPTY", fmt.reserved_empty, "Blocks locked in a request's slab that hold no token yet."),
+    # the other cost of the reserved length: a slab too short stops the reply
+    Card("CUT OFF", fmt.cut_off, "Replies the engine stopped because their slab was full, of the requests "
+         "holding a slab."),
     Card("LARGEST GAP", fmt.largest_gap, "Longest run of free blocks next to each other, of all free blocks."),
 )
-# The other cost of the reserved length, read from the snapshot's requests (not a Metrics field).
-CUT_OFF = Card("CUT OFF", fmt.cut_off, "Replies the engine stopped because their slab was full, of the requests "
-               "holding a slab.", whole=True)
-SHOWN_CARDS = (*CARDS[:2], CUT_OFF, CARDS[2])

@@ -35,7 +35,7 @@ class FragmentationView(NodeView):
             BlockStrip(snapshot=s.param.snapshot, title=text.STRIP_TITLE, per_row=s.scenario.NUM_BLOCKS, gaps=True,
                        reads=s.param.show_reads),
             legend(text.LEGEND),
-            self._cards(text.SHOWN_CARDS),
+            self._cards(text.CARDS),
             self._transport(),
             RequestList(snapshot=s.param.snapshot, node=s.key, pool="contiguous", why=False),
         )

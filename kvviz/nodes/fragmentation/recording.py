@@ -1,0 +1,34 @@
+"""Node 01 in the static export (kvviz/export): every reserved length, with and without Free R2."""
+
+from __future__ import annotations
+
+from kvviz.export.recipes import TRANSPORT, Control, Recipe, fresh
+from kvviz.nodes.fragmentation import text
+from kvviz.nodes.fragmentation.state import FragmentationState
+
+CONTROLLER = """{
+  reserve(n, v) { n.reserve = v; n.go(`r${v}f${n.freed ? 1 : 0}`); },
+  free_r2(n) { n.freed = true; n.go(`r${n.reserve}f1`); },
+  reset(n) { n.freed = false; n.reserve = n.meta.default_reserve; n.go(`r${n.reserve}f0`); },
+}"""
+
+
+def _branch(reserve: int, freed: bool):
+    def setup(state) -> None:
+        fresh(state)
+        state.reserve = reserve
+        if freed:
+            state.free_r2()
+    return setup
+
+
+def recipe() -> Recipe:
+    lo, hi = FragmentationState.param.reserve.bounds
+    default = FragmentationState.param.reserve.default
+    return Recipe(
+        branches={f"r{r}f{int(f)}": _branch(r, f) for r in range(lo, hi + 1) for f in (False, True)},
+        default=f"r{default}f0",
+        controls=(Control("slider", text.RESERVE_LABEL, "reserve"), Control("button", "Free R2", "free_r2"),
+                  Control("button", "Reset", "reset"), *TRANSPORT),
+        controller=CONTROLLER, meta={"default_reserve": default, "reserve": default},
+    )
