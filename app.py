@@ -34,6 +34,7 @@ pn.config.css_files = [STYLESHEET_URL]
 
 metrics.install()  # (counts for the class server's status page)
 lesson = Lesson(pn.state.session_args)
+metrics.track(lesson)
 doc = pn.state.curdoc
 # Each root added to the document recomputes its whole model graph; the template adds a dozen
 # roots. Frozen, the graph is computed once, when the page is complete.

@@ -93,6 +93,7 @@ class Status:
                 "sessions": int(m.get("kvviz_sessions", 0)), "pages_built": int(m.get("kvviz_pages_built", 0)),
                 "nodes_built": int(m.get("kvviz_nodes_built", 0)), "memo_states": int(m.get("kvviz_memo_states", 0)),
                 "memo_hit_rate": round(hits / (hits + misses), 3) if hits + misses else None,
+                "lessons_alive": int(m.get("kvviz_lessons_alive", 0)),
             })
         return {"time": time.strftime("%H:%M:%S"), "load_average": list(os.getloadavg()),
                 "cores": os.cpu_count(), "sessions": sum(r["sessions"] for r in rows), "backends": rows}

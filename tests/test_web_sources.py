@@ -74,3 +74,19 @@ def test_per_snapshot_computes_once_per_snapshot_object_and_is_bounded(monkeypat
     assert len(calls) == 4 and len(draw.cache) == 2
     draw(a, 1)  # (dropped, the oldest: computed again)
     assert len(calls) == 5
+
+
+def test_a_destroyed_sessions_memory_is_handed_back_and_lessons_are_counted_until_collected():
+    import gc
+
+    from kvviz.lesson import Lesson
+    from kvviz.web import memory, metrics
+
+    assert memory.give_back() in (True, False)  # (True on glibc: this machine)
+    before = len(metrics._lessons)
+    lesson = Lesson({})
+    metrics.track(lesson)
+    assert len(metrics._lessons) == before + 1
+    del lesson
+    gc.collect()
+    assert len(metrics._lessons) == before  # nothing keeps a lesson alive once its session is gone

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 
 import panel as pn
 from prometheus_client import REGISTRY, Counter, Gauge, start_http_server
 from prometheus_client.core import GaugeMetricFamily
+
+from kvviz.web import memory
 
 SESSIONS = Gauge("kvviz_sessions", "Browser sessions this process holds now")
 PAGES = Counter("kvviz_pages_built", "Pages built (one per session)")
@@ -22,6 +25,7 @@ NODES = Counter("kvviz_nodes_built", "Lesson nodes built when a student scrolled
 
 _installed = False
 _lock = threading.Lock()
+_lessons: weakref.WeakSet = weakref.WeakSet()  # every Lesson still in memory (a destroyed session's should go)
 
 
 class _MemoCollector:
@@ -33,6 +37,8 @@ class _MemoCollector:
         yield GaugeMetricFamily("kvviz_memo_states", "States kept in the timeline memo", value=len(MEMO))
         yield GaugeMetricFamily("kvviz_memo_hits", "Operations read from the timeline memo", value=MEMO.hits)
         yield GaugeMetricFamily("kvviz_memo_misses", "Operations the engine had to run", value=MEMO.misses)
+        yield GaugeMetricFamily("kvviz_lessons_alive", "Sessions' lessons still in memory (destroyed ones included "
+                                "until collected)", value=len(_lessons))
 
 
 def metrics_port(environ=os.environ) -> int | None:
@@ -40,6 +46,12 @@ def metrics_port(environ=os.environ) -> int | None:
     if text.isascii() and text.isdigit() and 1024 <= int(text) <= 65535:
         return int(text)
     return None
+
+
+def track(lesson) -> None:
+    """Count `lesson` as alive until it is garbage: beside `kvviz_sessions` it shows whether a
+    destroyed session's lesson is really let go."""
+    _lessons.add(lesson)
 
 
 def install() -> None:
@@ -53,4 +65,9 @@ def install() -> None:
             start_http_server(port, addr="127.0.0.1")
     SESSIONS.inc()
     PAGES.inc()
-    pn.state.on_session_destroyed(lambda _ctx: SESSIONS.dec())  # (this session's document)
+    pn.state.on_session_destroyed(_destroyed)  # (this session's document)
+
+
+def _destroyed(_ctx) -> None:
+    SESSIONS.dec()
+    memory.give_back()
