@@ -320,12 +320,7 @@ class ClassServer:
         for b in self.backends:
             b.start()
         if a.backends_only:
-            self.write_state()
-            self.wait_until_up()
-            if a.warm:
-                self.warm_up()
-            self.ready = True
-            self.write_state()
+            self._until_ready()
             return
 
         self.status_server = status.serve(status.Status(self.backends), free_loopback_port())
@@ -342,9 +337,13 @@ class ClassServer:
         with (self.run_dir / "nginx-stderr.log").open("a") as log:
             self.nginx = subprocess.Popen([*base, "-g", "daemon off;"], stdout=log, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, preexec_fn=_child_setup)
+        self._until_ready()
+
+    def _until_ready(self) -> None:
+        """Wait for every port, warm the backends up, and say so in the state file."""
         self.write_state()
         self.wait_until_up()
-        if a.warm:
+        if self.args.warm:
             self.warm_up()
         self.ready = True
         self.write_state()

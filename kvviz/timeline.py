@@ -115,10 +115,12 @@ class Timeline:
             result = self._run(op)
             if op.kind == "step" and not result:
                 return result  # nothing could run: the engine is unchanged, so nothing is recorded
-            self._ran([*self.ops, op])
             known = Outcome(result, engine.has_unfinished())
             MEMO.put(key, known)
-        self.ops.append(op)
+            self.ops.append(op)
+            self._ran(self.ops)
+        else:
+            self.ops.append(op)
         self._digest = digest
         return known.result
 
