@@ -9,7 +9,11 @@ import pytest
 
 from kvviz.nodes.fragmentation.scenario import FragmentationScenario
 from kvviz.nodes.paging.scenario import PagingScenario
-from kvviz.nodes.radix.scenario import SYSTEM_PROMPT, RadixScenario
+from engine import Engine, EngineConfig
+from kvviz.nodes.radix.scenario import (
+    MORE_QUESTIONS, QUESTIONS, SYSTEM_PROMPT, SYSTEM_PROMPT_BLOCKS, UNIQUE_BLOCKS, RadixScenario,
+)
+from kvviz.nodes.scenario_base import BLOCK_SIZE, max_new_for
 
 PAGING_ADDS = 10  # requests added one at a time to node 02's two pools, after its initial four
 
@@ -144,3 +148,18 @@ def test_radix_tree_holds_the_system_prompt_once(radix_on):
     assert len(roots) == 1
     assert roots[0].text == SYSTEM_PROMPT
     assert len(roots[0].blocks) == 6
+
+
+@pytest.mark.parametrize("question", QUESTIONS + MORE_QUESTIONS)
+def test_radix_answers_end_at_a_word_end_in_the_same_blocks(question):
+    """Each answer's budget is trimmed to the end of its last whole word (the model's own greedy
+    continuation decides where that is), never below the blocks the untrimmed budget fills."""
+    prompt, max_new = RadixScenario.request_for(question)
+    untrimmed = max_new_for(prompt, (SYSTEM_PROMPT_BLOCKS + UNIQUE_BLOCKS) * BLOCK_SIZE - 4)
+    node = RadixScenario()
+    node.ask(question)
+    [answer] = [r for r in node.snapshot().requests if r.prompt == prompt][-1:]
+    longer = Engine(EngineConfig(num_blocks=16, block_size=BLOCK_SIZE)).generate([prompt], max_new + 1)[0].text
+    assert longer.startswith(answer.generated) and longer[len(answer.generated)] in " \n.,;:!?)"
+    assert not answer.generated.endswith(" ") and max_new <= untrimmed
+    assert len(answer.block_table) == SYSTEM_PROMPT_BLOCKS + UNIQUE_BLOCKS

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from engine import EngineConfig
+import re
+
+import functools
+
+from engine import Engine, EngineConfig
+from engine.util import ceil_div
 from kvviz.nodes.scenario_base import BLOCK_SIZE, WEIGHTS, OnePool, max_new_for
 from kvviz.timeline import Timeline
 
@@ -30,6 +35,27 @@ MORE_QUESTIONS = (
 assert len(SYSTEM_PROMPT.encode()) == SYSTEM_PROMPT_BLOCKS * BLOCK_SIZE
 
 
+WORD_END = re.compile(r"[ \n.,;:!?)]")
+
+
+@functools.lru_cache(maxsize=512)
+def word_end_budget(prompt: str, max_new: int) -> int:
+    """`max_new`, lowered so the answer ends at the end of a word (not "a small pie"), but only
+    as far as it keeps the same number of KV blocks: the model's greedy continuation is run
+    once (on its own small engine: deterministic, the tokens the lesson's engine will make),
+    and the last word end within the blocks' range is the budget. Unchanged when no word ends
+    there (one long word)."""
+    kv_blocks = ceil_div(len(prompt.encode()) + max_new - 1, BLOCK_SIZE)
+    floor = max(1, (kv_blocks - 1) * BLOCK_SIZE + 2 - len(prompt.encode()))  # fewest tokens keeping kv_blocks
+    engine = Engine(EngineConfig(num_blocks=kv_blocks + 1, block_size=BLOCK_SIZE, weights=WEIGHTS))
+    [result] = engine.generate([prompt], max_new + 1)  # one byte more: does the budget's last word end?
+    out = bytes(result.token_ids)  # (one token per byte)
+    for n in range(max_new, floor - 1, -1):
+        if WORD_END.fullmatch(chr(out[n])) and not chr(out[n - 1]).isspace():
+            return n
+    return max_new
+
+
 class RadixScenario(OnePool):
     """One paged pool; four requests share a 6-block system prompt, 3 own blocks each; they are
     run to the end."""
@@ -53,7 +79,7 @@ class RadixScenario(OnePool):
         UNIQUE_BLOCKS blocks past the system prompt (less when the question is long)."""
         prompt = f"{SYSTEM_PROMPT}{QUESTION_OPEN}{question}{QUESTION_CLOSE}"
         target = (SYSTEM_PROMPT_BLOCKS + UNIQUE_BLOCKS) * BLOCK_SIZE - 4
-        return prompt, max(1, max_new_for(prompt, max(target, len(prompt.encode()))))
+        return prompt, word_end_budget(prompt, max(1, max_new_for(prompt, max(target, len(prompt.encode())))))
 
     @staticmethod
     def question_of(prompt: str) -> str:
