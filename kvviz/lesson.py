@@ -78,7 +78,9 @@ class Lesson:
             n = BY_KEY[key]
             slot = LazySlot(key=key, build=lambda: self.view(key),
                             placeholder=f"{n.number} · {n.title}: loading the live engine…")
-            slot.param.watch(lambda e: self.view(key).set_visible(e.new) if slot.built else None, "in_view")
+            # (a section built while on screen starts animating when it is in the page)
+            slot.param.watch(lambda _e: self.view(key).set_visible(slot.in_view) if slot.built else None,
+                             ["in_view", "built"])
             self._slots[key] = slot
         return self._slots[key]
 

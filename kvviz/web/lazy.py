@@ -11,13 +11,14 @@ the navigation and the keyboard find it before and after it is built.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import panel as pn
 import param
 from panel.custom import JSComponent
 
 from kvviz.web import metrics
+from kvviz.web.build_queue import QUEUE, served
 
 _ESM = """
 export function render({ model }) {
@@ -62,11 +63,12 @@ class LazySlot(pn.viewable.Viewer):
     key = param.String(doc="the section's node key (its kv-node-<key> class)")
     build = param.Callable(doc="() -> the section's viewable")
     placeholder = param.String(default="", doc="plain text shown until it is built")
-    built = param.Boolean(default=False, doc="True once the section is built")
+    built = param.Boolean(default=False, doc="True once the section is built and in the page")
     in_view = param.Boolean(default=False, doc="part of the section is on screen now")
 
     def __init__(self, **params):
         super().__init__(**params)
+        self._asked = False
         self.sensor = ViewSensor(margin=0, height=1, sizing_mode="stretch_width")
         self.sensor.param.watch(lambda e: self.reveal() if e.new else None, "near")
         self.sensor.param.watch(lambda e: setattr(self, "in_view", e.new), "in_view")
@@ -76,15 +78,27 @@ class LazySlot(pn.viewable.Viewer):
                                  css_classes=["kv-slot", "kv-slot-empty", f"kv-node-{self.key}"])
 
     def reveal(self) -> None:
-        """Build the section now (once) and swap it in."""
-        if self.built:
+        """Build the section (once) and swap it in: at once outside a served session; in a
+        served one in two parts on the process's build queue (kvviz/web/build_queue.py), so the
+        clicks of other students are not held up. `built` turns True when it is in the page."""
+        if self.built or self._asked:
             return
-        self.built = True
+        self._asked = True
         metrics.NODES.labels(node=self.key).inc()
+        doc = pn.state.curdoc
+        if served(doc):
+            QUEUE.submit(doc, self._parts())
+        else:
+            for _part in self._parts():
+                pass
+
+    def _parts(self) -> Iterator[None]:
         view = self.build()
+        yield  # (the event loop runs what arrived meanwhile)
         with pn.io.hold():
             self._layout.objects = [self.sensor, view]
             self._layout.css_classes = ["kv-slot", f"kv-node-{self.key}"]
+        self.built = True
 
     def __panel__(self):
         return self._layout

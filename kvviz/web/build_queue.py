@@ -1,0 +1,88 @@
+"""Lazy sections built one part at a time per process, with the event loop free in between.
+
+A served process has one event loop for all its sessions. Building a node section takes a
+tenth to a third of a second of that loop (its Python objects, then its Bokeh models and the
+message that sends them); when a class scrolls to the same node together, twenty builds ran
+back to back and every click in the process waited behind all of them (a click's p95 went
+past two seconds in `python -m benchmarks.classroom`).
+
+Here a section's build is a generator of parts (`LazySlot` has two: make the view, then swap it
+in). The process runs one part at a time, first come first served across sessions, each under
+its session's document lock (as any Bokeh callback), and leaves the loop `GAP_S` between parts:
+a click, a Play tick or a new page that arrived meanwhile runs before the next part. A click
+now waits for at most one part, not for the class's builds. A session that is gone by its turn
+is skipped.
+
+Outside a served session (tests, a notebook, the static export) nothing is queued: the caller
+builds at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import Iterator
+
+from bokeh.document import Document
+from panel.io.state import set_curdoc
+
+log = logging.getLogger("kvviz.build_queue")
+GAP_S = 0.015  # the loop's time to itself between two parts: a click's messages arrive and run
+
+
+def served(doc: Document | None) -> bool:
+    """Whether `doc` is a live served session's document (the only kind that is queued)."""
+    ctx = doc.session_context if doc is not None else None
+    return ctx is not None and getattr(ctx, "session", None) is not None and not ctx.destroyed
+
+
+class BuildQueue:
+    """The process's parts to run, one at a time, in order of arrival."""
+
+    def __init__(self) -> None:
+        self._jobs: collections.deque[tuple[Document, Iterator[None]]] = collections.deque()
+        self._draining = False
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def submit(self, doc: Document, parts: Iterator[None]) -> None:
+        """Run `parts` (each `next()` one part) for `doc`'s session, after the jobs before it."""
+        self._jobs.append((doc, parts))
+        if not self._draining:
+            self._draining = True
+            asyncio.get_event_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        try:
+            while self._jobs:
+                await asyncio.sleep(GAP_S)
+                doc, parts = self._jobs[0]
+                finished = [True]
+                if served(doc):
+                    try:
+                        await doc.session_context.with_locked_document(
+                            lambda d: finished.__setitem__(0, self._part(d, parts)))
+                    except Exception:  # (the session went away while waiting for its lock)
+                        log.exception("a section's session")
+                if finished[0]:
+                    self._jobs.popleft()
+        finally:
+            self._draining = False
+
+    @staticmethod
+    def _part(doc: Document, parts: Iterator[None]) -> bool:
+        """One part, as the session's own callback; True when the job has no parts left."""
+        with set_curdoc(doc):
+            try:
+                next(parts)
+            except StopIteration:
+                return True
+            except Exception:  # one broken section must not stop every other student's
+                log.exception("building a section")
+                return True
+        return False
+
+
+QUEUE = BuildQueue()

@@ -1,0 +1,108 @@
+"""The process's build queue (kvviz/web/build_queue.py): lazy sections built one part at a time,
+in order of arrival, each under its session's lock, with the event loop free in between."""
+
+from __future__ import annotations
+
+import asyncio
+
+import panel as pn
+from bokeh.document import Document
+
+from kvviz.web import build_queue
+from kvviz.web.build_queue import BuildQueue
+
+
+class FakeSession:
+    """What the queue uses of a served session: its lock (one callback at a time), `destroyed`."""
+
+    def __init__(self, log: list, name: str):
+        self.log, self.name, self.destroyed = log, name, False
+        self._lock = asyncio.Lock()
+
+    async def with_document_locked(self, func, doc):
+        async with self._lock:
+            self.log.append(f"{self.name} locked")
+            return func(doc)
+
+
+class FakeContext:
+    def __init__(self, session: FakeSession):
+        self.session = session
+
+    @property
+    def destroyed(self) -> bool:
+        return self.session.destroyed
+
+    async def with_locked_document(self, func):
+        await self.session.with_document_locked(func, self._document)
+
+
+def served_doc(log: list, name: str) -> Document:
+    doc = Document()
+    ctx = FakeContext(FakeSession(log, name))
+    ctx._document = doc
+    doc._session_context = lambda: ctx  # (how Bokeh keeps it: a weak reference)
+    return doc
+
+
+def job(log: list, name: str, parts: int, fail_at: int | None = None):
+    for i in range(parts):
+        assert pn.state.curdoc is not None and pn.state.curdoc.session_context.session.name == name
+        if i == fail_at:
+            raise RuntimeError("a broken section")
+        log.append(f"{name} part {i}")
+        if i < parts - 1:
+            yield
+
+
+def run(queue: BuildQueue, jobs: list) -> None:
+    async def go():
+        for doc, parts in jobs:
+            queue.submit(doc, parts)
+        while len(queue):
+            await asyncio.sleep(0.005)
+    asyncio.run(go())
+
+
+def test_parts_run_one_at_a_time_in_order_of_arrival_each_under_its_sessions_lock(monkeypatch):
+    monkeypatch.setattr(build_queue, "GAP_S", 0)
+    log: list = []
+    a, b = served_doc(log, "a"), served_doc(log, "b")
+    run(BuildQueue(), [(a, job(log, "a", 2)), (b, job(log, "b", 3))])
+    assert log == ["a locked", "a part 0", "a locked", "a part 1",
+                   "b locked", "b part 0", "b locked", "b part 1", "b locked", "b part 2"]
+
+
+def test_the_loop_runs_other_work_between_two_parts():
+    log: list = []
+    doc = served_doc(log, "a")
+
+    async def go():
+        queue = BuildQueue()
+        queue.submit(doc, job(log, "a", 3))
+        while len(queue):
+            log.append("click")  # what the loop runs between parts (a click, a Play tick)
+            await asyncio.sleep(build_queue.GAP_S / 3)
+    asyncio.run(go())
+    parts = [i for i, e in enumerate(log) if "part" in e]
+    assert len(parts) == 3 and all("click" in log[i:j] for i, j in zip(parts, parts[1:], strict=False))
+
+
+def test_a_gone_session_is_skipped_and_a_broken_section_stops_only_itself(monkeypatch):
+    monkeypatch.setattr(build_queue, "GAP_S", 0)
+    log: list = []
+    gone, broken, fine = served_doc(log, "gone"), served_doc(log, "broken"), served_doc(log, "fine")
+    gone.session_context.session.destroyed = True
+    run(BuildQueue(), [(gone, job(log, "gone", 2)), (broken, job(log, "broken", 3, fail_at=1)),
+                       (fine, job(log, "fine", 1))])
+    assert [e for e in log if "part" in e] == ["broken part 0", "fine part 0"]
+
+
+def test_outside_a_served_session_a_section_is_built_at_once():
+    from kvviz.lesson import Lesson
+
+    lesson = Lesson({})
+    lesson.full_page()
+    assert not build_queue.served(Document()) and not build_queue.served(None)
+    lesson.slot("paging").reveal()
+    assert lesson.slot("paging").built and not len(build_queue.QUEUE)
