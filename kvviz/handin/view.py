@@ -106,10 +106,12 @@ class HandInView(pn.viewable.Viewer):
                       ["status", "status_kind", "status_at"])
         row = pn.FlexBox(self.name_box, self.button, flex_wrap="wrap", align_items="flex-end",
                          sizing_mode="stretch_width")
-        intro = [] if self.compact else [pn.pane.HTML(INTRO, sizing_mode="stretch_width", stylesheets=[CSS_URL])]
-        self._layout = pn.Column(*intro, row, self.status, self.student, sizing_mode="stretch_width",
-                                 css_classes=["kv-handin", "kv-handin-row"] if self.compact else ["kv-handin"],
-                                 margin=(0, 10) if self.compact else (5, 10))
+        if self.compact:  # (aligned with the prediction's own lines)
+            parts, look = [row], {"css_classes": ["kv-handin", "kv-handin-row"], "margin": (0, 5)}
+        else:
+            parts, look = [pn.pane.HTML(INTRO, sizing_mode="stretch_width", stylesheets=[CSS_URL]), row], {
+                "css_classes": ["kv-handin"]}
+        self._layout = pn.Column(*parts, self.status, self.student, sizing_mode="stretch_width", **look)
 
     @classmethod
     def around(cls, explain, **params) -> HandInView:
