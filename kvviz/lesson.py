@@ -12,6 +12,7 @@ from pathlib import Path
 import panel as pn
 
 from kvviz import page_text, urlstate
+from kvviz.handin.session import HandInSession
 from kvviz.nodes import BY_KEY, LIVE, NODES
 from kvviz.web.connection import ConnectionNotice
 from kvviz.web.keyboard import Keyboard
@@ -45,6 +46,8 @@ class Lesson:
         for n in NODES:
             self.states[n.key] = n.new_state(self.states)
         self.link_notices = urlstate.restore(self.url, self.states)
+        # One hand-in per session, shared by the explain box and every node's prediction panel.
+        self.handin = HandInSession(states=self.states)
         self.active = self.url.node if self.url.node in LIVE_NODES else LIVE_NODES[0]
         self.keyboard = Keyboard(self.on_key, height=0, width=0, margin=0)
         self._views: dict[str, pn.viewable.Viewer] = {}
@@ -69,7 +72,8 @@ class Lesson:
     # -- views -----------------------------------------------------------------------------
     def view(self, key: str):
         if key not in self._views:
-            self._views[key] = BY_KEY[key].new_view(self.states[key], on_interact=self.touch)
+            self._views[key] = BY_KEY[key].new_view(self.states[key], on_interact=self.touch,
+                                                     handin=self.handin)
         return self._views[key]
 
     def slot(self, key: str) -> LazySlot:

@@ -2,7 +2,9 @@
 to an answer, and, once the action has run, the engine's outcome beside the prediction.
 
 The state holds everything (kvviz/nodes/state_base.py, `predict`, `predicted`, `predictions`);
-this only draws it. Question texts are the lesson's; what the student typed is escaped.
+this only draws it. Question texts are the lesson's; what the student typed is escaped. Under
+the engine's verdict it shows `after_verdict()`, built the first time a verdict shows (the node
+view hands it the session's compact hand-in box, kvviz/handin/view.py; nothing without one).
 """
 
 from __future__ import annotations
@@ -26,13 +28,19 @@ def status_html(state: NodeState) -> str:
         action = question.action if question else "the action"
         body = f"Locked in: {state.predicted['predicted']}. Now use {action} and see what the engine does."
         cls = "kv-predict-note"
-    elif state.predictions and state.predictions[-1]["node"] == state.key:
+    elif shows_verdict(state):
         entry = state.predictions[-1]
         body = predict.verdict(entry)
         cls = "kv-predict-note " + ("kv-right" if entry["right"] else "kv-wrong")
     else:
         return '<div class="kv-predict-note kv-empty"></div>'
     return f'<div class="{cls}" role="status" data-node="{e(state.key)}">{e(body)}</div>'
+
+
+def shows_verdict(state: NodeState) -> bool:
+    """Whether the panel shows a resolved prediction of this node beside the engine's outcome."""
+    return (not state.prediction_note and not state.predicted and bool(state.predictions)
+            and state.predictions[-1]["node"] == state.key)
 
 
 def question_html(state: NodeState) -> str:
@@ -46,6 +54,7 @@ class Prediction(pn.viewable.Viewer):
     """The prediction panel of a node's state."""
 
     state = param.ClassSelector(class_=NodeState)
+    after_verdict = param.Callable(default=None, doc="() -> what to show under a verdict (built once), or None")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -68,6 +77,7 @@ class Prediction(pn.viewable.Viewer):
         self.question = LiveHTML(question_html(s), sizing_mode="stretch_width", margin=(4, 10, 0, 10))
         self.status = LiveHTML(status_html(s), sizing_mode="stretch_width", margin=(0, 10))
         self.controls = pn.FlexBox(*widgets, align_items="end", sizing_mode="stretch_width")
+        self.after, self.below = None, None  # after_verdict(), and its place, once a verdict has shown
         self._layout = pn.Column(self.question, self.controls, self.status, sizing_mode="stretch_width",
                                  css_classes=["kv-predict"], margin=(4, 0))
         s.param.watch(lambda *_e: self._render(), ["version", "predicted", "predictions", "prediction_note"])
@@ -87,6 +97,15 @@ class Prediction(pn.viewable.Viewer):
                 self.controls.visible = open_question
             if self._layout.visible != shown:
                 self._layout.visible = shown
+            self._below(shows_verdict(s))
+
+    def _below(self, verdict: bool) -> None:
+        if verdict and self.below is None and self.after_verdict is not None:
+            self.after = self.after_verdict()
+            self.below = pn.Column(self.after, sizing_mode="stretch_width", margin=0)
+            self._layout.append(self.below)
+        elif self.below is not None and self.below.visible != verdict:
+            self.below.visible = verdict
 
     def __panel__(self):
         return self._layout

@@ -8,7 +8,10 @@ sees the whole class at /teacher (docs/architecture.md, "Hand-ins").
     collect.py      a hand-in read from one session's lesson states
     report.py       the class summary per question and the CSV export
     teacher_html.py the teacher page's HTML (every field escaped)
-    view.py         the student's hand-in box (Panel), with the browser's student id
+    session.py      one session's hand-in controller (name, student id, rate limit, last status),
+                    shared by every hand-in box of the page (param, no Panel)
+    view.py         the student's hand-in boxes (Panel): Explain it back's, and the compact one
+                    under each node's resolved prediction; the browser's student id
     teacher_view.py the teacher page (Panel), served by teacher.py at /teacher
 
 model, storage and key use the standard library only.

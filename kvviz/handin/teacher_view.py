@@ -33,7 +33,8 @@ QUESTION = "The written answer (explain it back)"
 
 TITLE_HTML = (
     '<div class="kv-t-title"><h1>Your class</h1><p>Students hand in from the lesson\'s '
-    '<b>Explain it back</b> node. Their hand-ins appear here as they arrive.</p></div>'
+    '<b>Explain it back</b> node, or under any node\'s answered prediction: each student\'s latest '
+    'hand-in of the whole lesson appears here as it arrives.</p></div>'
 )
 
 

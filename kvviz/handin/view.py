@@ -1,34 +1,33 @@
-"""The student's hand-in box: a display name, Hand in, and a confirmation.
+"""The student's hand-in boxes: a display name, Hand in, and a confirmation beside them.
 
-    HandInView(states=lesson.states)      # the lesson's states, by node key
+    HandInView(session=lesson.handin)                                 # Explain it back's box
+    HandInView(session=lesson.handin, compact=True, where="paging")   # under a node's prediction
 
-It hands in everything the session shows (kvviz/handin/collect.py): the explain node's answer,
-self-checks and predictions, the state link and every live node's metric cards. The student is
-known by an id the browser keeps (`StudentId`: 32 random hex digits in localStorage, checked
-here), not by the name, so handing in again, even after a reload, updates the same hand-in.
-Hand-ins are rate-limited per session (model.RateLimit); nothing another student handed in is
-ever read here: only this browser's own hand-in, by its id.
+Every box is a view of the session's one `HandInSession` (kvviz/handin/session.py): the name, the
+student id, the rate limit and the last status are kept there, so a name typed in one box shows
+in the others and any box hands in the same whole-session hand-in (kvviz/handin/collect.py). The
+student is known by an id the browser keeps (`StudentId`: 32 random hex digits in localStorage,
+checked there), not by the name, so handing in again, even after a reload or from another box,
+updates the same hand-in. Nothing another student handed in is ever read: only this browser's
+own hand-in, by its id.
 """
 
 from __future__ import annotations
 
 import hashlib
 import html
-import logging
-import sqlite3
 from pathlib import Path
 
 import panel as pn
 import param
 from panel.custom import JSComponent
 
-from kvviz.handin.collect import collect
-from kvviz.handin.model import MAX_NAME, STUDENT_ID, HandIn, RateLimit
-from kvviz.handin.report import when
-from kvviz.handin.storage import Store, shared
+from kvviz.handin.model import MAX_NAME, HandIn, RateLimit
+from kvviz.handin.session import HandInSession, confirmation
+from kvviz.handin.storage import Store
 from kvviz.web.live_html import LiveHTML
 
-log = logging.getLogger("kvviz.handin")
+__all__ = ["HandInView", "StudentId", "confirmation", "status_html"]
 CSS_PATH = Path(__file__).resolve().parents[2] / "assets" / "handin.css"
 # Relative to /app or /teacher; served by `--static-dirs assets=./assets` (and nginx in `make class`).
 CSS_URL = f"assets/handin.css?v={hashlib.sha256(CSS_PATH.read_bytes()).hexdigest()[:12]}"
@@ -76,86 +75,80 @@ def status_html(text: str = "", kind: str = "") -> str:
     return f'<div class="{cls}" role="status">{html.escape(text)}</div>'
 
 
-def confirmation(h: HandIn) -> str:
-    again = f" (hand-in {h.submissions}: it replaces the one before)" if h.submissions > 1 else ""
-    return f"Handed in at {when(h.updated_at)[11:]} as “{h.name}”{again}. Your teacher can see it now."
-
-
 class HandInView(pn.viewable.Viewer):
-    states = param.Dict(doc="the lesson's states, by node key (Lesson.states)")
-    store = param.ClassSelector(class_=Store, default=None, doc="default: the class database (KVVIZ_DB)")
+    """A hand-in box of the session: Explain it back's (an introduction above it) or, `compact`,
+    the row under a node's resolved prediction. `where` names it: an error shows only in the box
+    that was used, a confirmation in every box."""
+
+    session = param.ClassSelector(class_=HandInSession, default=None, doc="default: a session of its own")
+    compact = param.Boolean(default=False, doc="the row under a prediction: no introduction")
+    where = param.String(default="explain", doc="which box this is (a node key)")
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.limit = RateLimit()
+        if self.session is None:
+            self.session = HandInSession()
+        h = self.session
         self.student = StudentId(height=0, width=0, margin=0)
-        self.name_box = pn.widgets.TextInput(label="Your name, as your teacher will see it", max_length=MAX_NAME,
-                                             placeholder=f"e.g. Ada L. (up to {MAX_NAME} characters)", width=320,
-                                             css_classes=["kv-h-name"])
+        label = "Your name, for your teacher" if self.compact else "Your name, as your teacher will see it"
+        self.name_box = pn.widgets.TextInput(label=label, max_length=MAX_NAME, value=h.display_name, value_input=h.display_name,
+                                             placeholder=f"e.g. Ada L. (up to {MAX_NAME} characters)",
+                                             width=250 if self.compact else 320, css_classes=["kv-h-name"])
         self.button = pn.widgets.Button(label="Hand in to the teacher", color="primary", align="end",
                                         css_classes=["kv-h-submit"])
-        self.status = LiveHTML(status_html(), sizing_mode="stretch_width", stylesheets=[CSS_URL])
+        self.status = LiveHTML(self._status_html(), sizing_mode="stretch_width", stylesheets=[CSS_URL])
         self.button.on_click(lambda _e: self.hand_in())
         self.name_box.param.watch(lambda _e: self.hand_in(), "enter_pressed")
-        self.student.param.watch(lambda _e: self._found(), "student_id")
-        self._layout = pn.Column(
-            pn.pane.HTML(INTRO, sizing_mode="stretch_width", stylesheets=[CSS_URL]),
-            pn.FlexBox(self.name_box, self.button, flex_wrap="wrap", align_items="flex-end", sizing_mode="stretch_width"),
-            self.status, self.student,
-            sizing_mode="stretch_width", css_classes=["kv-handin"],
-        )
+        self.name_box.param.watch(lambda e: h.give_name(e.new), "value")
+        self.student.param.watch(lambda e: h.identify(e.new), "student_id")
+        h.param.watch(self._named, "display_name")
+        h.param.watch(lambda *_e: setattr(self.status, "object", self._status_html()),
+                      ["status", "status_kind", "status_at"])
+        row = pn.FlexBox(self.name_box, self.button, flex_wrap="wrap", align_items="flex-end",
+                         sizing_mode="stretch_width")
+        if self.compact:  # (aligned with the prediction's own lines)
+            parts, look = [row], {"css_classes": ["kv-handin", "kv-handin-row"], "margin": (0, 5)}
+        else:
+            parts, look = [pn.pane.HTML(INTRO, sizing_mode="stretch_width", stylesheets=[CSS_URL]), row], {
+                "css_classes": ["kv-handin"]}
+        self._layout = pn.Column(*parts, self.status, self.student, sizing_mode="stretch_width", **look)
 
     @classmethod
-    def around(cls, explain) -> HandInView:
-        """The box for the explain node's view, which has its own state only: the lesson's states
-        are that state and the ones it is built over (its registry `needs`, kept as attributes)."""
+    def around(cls, explain, **params) -> HandInView:
+        """A box with a session of its own, for an explain view built outside a lesson: its
+        states are that state and the ones it is built over (its registry `needs`, kept as
+        attributes)."""
         from kvviz.nodes import BY_KEY
 
-        return cls(states={**{k: getattr(explain, k) for k in BY_KEY["explain"].needs}, "explain": explain})
+        states = {**{k: getattr(explain, k) for k in BY_KEY["explain"].needs}, "explain": explain}
+        return cls(session=HandInSession(states=states), **params)
 
-    def _store(self) -> Store:
-        return self.store or shared()
+    # (the session's parts, as this box's: its tests and older callers use them)
+    @property
+    def limit(self) -> RateLimit:
+        return self.session.limit
 
-    def _say(self, text: str, kind: str) -> None:
-        self.status.object = status_html(text, kind)
+    @property
+    def store(self) -> Store | None:
+        return self.session.store
 
-    def _found(self) -> None:
-        """The browser's id arrived: show this browser's own last hand-in, if any."""
-        sid = self.student.student_id
-        if not STUDENT_ID.fullmatch(sid or ""):
-            return
-        try:
-            mine = self._store().get(sid)
-        except sqlite3.Error:
-            log.exception("reading a hand-in")
-            return
-        if mine is not None:
-            if not (self.name_box.value_input or self.name_box.value):
-                self.name_box.value = mine.name
-            self._say(f"You handed in at {when(mine.updated_at)[11:]} as “{mine.name}”. Hand in again to "
-                      "update it.", "ok")
+    @store.setter
+    def store(self, store: Store | None) -> None:
+        self.session.store = store
+
+    def _named(self, event) -> None:
+        """A name given in another box (or found by the student id): shown here too."""
+        if event.new and event.new != (self.name_box.value_input or self.name_box.value):
+            self.name_box.param.update(value=event.new, value_input=event.new)
+
+    def _status_html(self) -> str:
+        h = self.session
+        shown = h.status_kind == "ok" or h.status_at == self.where
+        return status_html(h.status, h.status_kind) if shown and h.status else status_html()
 
     def hand_in(self) -> HandIn | None:
         """Hand in what the session shows now; the status line says what happened."""
-        try:
-            h = collect(self.states, self.student.student_id, self.name_box.value_input or self.name_box.value)
-        except ValueError as e:
-            self._say(str(e), "error")
-            return None
-        if (why := self.limit.refusal()) is not None:
-            self._say(why, "error")
-            return None
-        try:
-            stored = self._store().save(h)
-        except ValueError as e:  # (the class is full)
-            self._say(str(e), "error")
-            return None
-        except sqlite3.Error:
-            log.exception("saving a hand-in")
-            self._say("Your hand-in could not be saved just now: try again in a moment.", "error")
-            return None
-        self._say(confirmation(stored), "ok")
-        return stored
+        return self.session.hand_in(self.name_box.value_input or self.name_box.value, at=self.where)
 
     def __panel__(self):
         return self._layout

@@ -30,5 +30,7 @@ class Node:
         """A fresh state; `states` holds the states of the nodes before it, by key."""
         return self.state(**{k: states[k] for k in self.needs})
 
-    def new_view(self, state, on_interact=None):
-        return self.view(state=state, on_interact=on_interact)
+    def new_view(self, state, on_interact=None, handin=None):
+        """Its view; `handin`, the session's hand-in (kvviz/handin/session.py), if the view takes one."""
+        extra = {"handin": handin} if handin is not None and "handin" in getattr(self.view, "param", ()) else {}
+        return self.view(state=state, on_interact=on_interact, **extra)

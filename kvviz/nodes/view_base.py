@@ -13,6 +13,8 @@ from kvviz.figures.metric_card import card_row
 from kvviz.figures.prediction import Prediction
 from kvviz.figures.step_links import step_links
 from kvviz.figures.transport import Transport, notice_line
+from kvviz.handin.session import HandInSession
+from kvviz.handin.view import HandInView
 from kvviz.nodes.state_base import NodeState
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.refs import value
@@ -41,6 +43,8 @@ class NodeView(pn.viewable.Viewer):
 
     state = param.ClassSelector(class_=NodeState)
     on_interact = param.Callable(default=None)
+    handin = param.ClassSelector(class_=HandInSession, default=None,
+                                 doc="the session's hand-in (Lesson.handin): offered under a resolved prediction")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -69,7 +73,11 @@ class NodeView(pn.viewable.Viewer):
         return notice_line(self.state, "controls")
 
     def _prediction(self) -> Prediction:
-        return Prediction(state=self.state)
+        """The predict-then-run panel; in a lesson, a compact hand-in under its verdict."""
+        h, key = self.handin, self.state.key
+        row = (lambda: HandInView(session=h, compact=True, where=key)) if h is not None else None
+        self.prediction = Prediction(state=self.state, after_verdict=row)
+        return self.prediction
 
     def _transport(self) -> Transport:
         self.transport = Transport(state=self.state, on_interact=self.on_interact)

@@ -152,3 +152,45 @@ def test_a_hostile_name_and_answer_stay_text_on_the_page_and_in_the_csv(page, st
     assert row["name"] == "'" + name and row["answer"] == "'" + answer
     assert row["state link"].endswith(f"/app?{STATE}") and row["state link"].startswith("http://")
     assert dialogs == [] and page.kv_errors == [] and student.kv_errors == []
+
+
+def test_a_student_hands_in_from_node_01s_prediction_and_the_teacher_sees_the_prediction(page, student, served):
+    name = f"Lin {tag()}"
+    student.goto(f"{served.url}?node=fragmentation")
+    student.get_by_role("button", name="Predict: refused").click()
+    expect(student.locator(".kv-handin")).to_have_count(0)  # nothing offered before the engine has answered
+    student.get_by_role("button", name="Free R2").click()
+    verdict = student.locator('.kv-predict-note[data-node="fragmentation"]')
+    expect(verdict).to_have_text("You predicted refused; the engine: refused. Right.")
+    row = student.locator(".kv-predict .kv-handin-row")
+    expect(row).to_be_visible()
+    assert row.bounding_box()["y"] >= verdict.bounding_box()["y"] + verdict.bounding_box()["height"] - 1  # under it
+    row.get_by_label("Your name").fill(name)
+    row.get_by_role("button", name="Hand in to the teacher").click()
+    expect(row.locator(".kv-h-ok")).to_contain_text(f"as “{name}”")
+    h = stored(served, name)
+    assert [(p["node"], p["predicted"], p["outcome"], p["right"]) for p in h.predictions] == [
+        ("fragmentation", "refused", "refused", True)]
+    assert h.submissions == 1 and "free_r2=1" in h.query
+    open_teacher(page, served)
+    card = page.locator(".kv-t-handin", has_text=name)
+    expect(card.locator(".kv-t-items li")).to_contain_text(["refused"])
+
+    # The whole lesson in the same browser: node 01's box knows the name from the stored hand-in, and
+    # Explain it back, built later as it is scrolled to, hands in as the same student (one row, twice).
+    student.goto(served.url)
+    student.get_by_role("button", name="Predict: admitted").click()
+    student.get_by_role("button", name="Free R2").click()
+    row = student.locator(".kv-node-fragmentation .kv-handin-row")
+    expect(row.get_by_label("Your name")).to_have_value(name)
+    expect(row.locator(".kv-h-ok")).to_contain_text("You handed in at")
+    student.locator('.kv-nav-row a[data-node="explain"]').click()
+    box = student.locator(".kv-node-explain .kv-handin")
+    expect(box.get_by_label("Your name")).to_have_value(name)
+    box.get_by_role("button", name="Hand in to the teacher").click()
+    expect(box.locator(".kv-h-ok")).to_contain_text("hand-in 2")
+    expect(row.locator(".kv-h-ok")).to_contain_text("hand-in 2")
+    h = stored(served, name)
+    assert h.submissions == 2 and [p["predicted"] for p in h.predictions] == ["admitted"]
+    expect(card.locator(".kv-t-items li")).to_contain_text(["admitted"], timeout=SHOWN_WITHIN_S * 1000)
+    assert page.kv_errors == [] and student.kv_errors == []

@@ -97,3 +97,18 @@ def test_strips_and_block_tables_reflow_to_rows_of_eight_whose_labels_fit(phone,
     for fig in figures:
         assert fig["per_row"] == 8
         assert 0.9 * fig["width"] / 8 >= 36  # a cell holds its bold 12 px label ("R12", "×4") with room
+
+
+def test_the_hand_in_under_a_resolved_prediction_fits_a_phone(phone, lesson_url):
+    phone.goto(f"{lesson_url}?node=fragmentation")
+    settle(phone)
+    phone.get_by_role("button", name="Predict: admitted").click()
+    phone.get_by_role("button", name="Free R2").click()
+    row = phone.locator(".kv-predict .kv-handin-row")
+    expect(row.get_by_role("button", name="Hand in to the teacher")).to_be_visible()
+    phone.wait_for_timeout(500)
+    box = row.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+    assert phone.evaluate(SMALL_TEXT_JS, [14, list(OURS)]) == []
+    assert phone.kv_errors == []

@@ -10,6 +10,7 @@ import panel as pn
 import param
 
 from kvviz.figures.step_links import step_links
+from kvviz.handin.session import HandInSession
 from kvviz.handin.view import HandInView
 from kvviz.nodes.explain import text
 from kvviz.nodes.explain.checks import CHECKS
@@ -50,6 +51,8 @@ def predictions_html(predictions: list) -> str:
 class ExplainView(pn.viewable.Viewer):
     state = param.ClassSelector(class_=ExplainState)
     on_interact = param.Callable(default=None, doc="unused: explain it back has no engine of its own")
+    handin = param.ClassSelector(class_=HandInSession, default=None,
+                                 doc="the session's hand-in (Lesson.handin); default: one over this state's own")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -85,6 +88,7 @@ class ExplainView(pn.viewable.Viewer):
             label="Download my answer with the live state and my predictions (Markdown)", color="success",
             sizing_mode="stretch_width", max_width=560, css_classes=["kv-download"],
         )
+        self.handin_box = HandInView(session=self.handin) if self.handin is not None else HandInView.around(s)
         self._layout = pn.Column(
             pn.pane.Markdown(text.PROSE, sizing_mode="stretch_width", css_classes=["kv-prose"]),
             pn.pane.HTML(f'<blockquote class="kv-big-question">{html.escape(text.QUESTION)}</blockquote>',
@@ -95,7 +99,7 @@ class ExplainView(pn.viewable.Viewer):
             pn.FlexBox(*checks, flex_wrap="wrap", sizing_mode="stretch_width"),
             LiveHTML(pn.bind(predictions_html, s.param.predictions), sizing_mode="stretch_width"),
             download,
-            HandInView.around(s),
+            self.handin_box,
             step_links("explain"),
             sizing_mode="stretch_width", css_classes=["kv-node", "kv-node-explain"],
         )
