@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import pytest
 
+from engine import Engine, EngineConfig
 from kvviz.nodes.fragmentation.scenario import FragmentationScenario
 from kvviz.nodes.paging.scenario import PagingScenario
-from engine import Engine, EngineConfig
 from kvviz.nodes.radix.scenario import (
-    MORE_QUESTIONS, QUESTIONS, SYSTEM_PROMPT, SYSTEM_PROMPT_BLOCKS, UNIQUE_BLOCKS, RadixScenario,
+    MORE_QUESTIONS,
+    QUESTIONS,
+    SYSTEM_PROMPT,
+    SYSTEM_PROMPT_BLOCKS,
+    UNIQUE_BLOCKS,
+    RadixScenario,
 )
 from kvviz.nodes.scenario_base import BLOCK_SIZE, max_new_for
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 from collections.abc import Iterator
 
@@ -63,7 +64,7 @@ class BuildQueue:
                 if served(doc):
                     try:
                         await doc.session_context.with_locked_document(
-                            lambda d: finished.__setitem__(0, self._part(d, parts)))
+                            functools.partial(self._part, parts=parts, finished=finished))
                     except Exception:  # (the session went away while waiting for its lock)
                         log.exception("a section's session")
                 if finished[0]:
@@ -72,17 +73,18 @@ class BuildQueue:
             self._draining = False
 
     @staticmethod
-    def _part(doc: Document, parts: Iterator[None]) -> bool:
-        """One part, as the session's own callback; True when the job has no parts left."""
+    def _part(doc: Document, parts: Iterator[None], finished: list[bool]) -> None:
+        """One part, as the session's own callback; `finished[0]` says whether the job has no
+        parts left."""
         with set_curdoc(doc):
             try:
                 next(parts)
+                finished[0] = False
             except StopIteration:
-                return True
+                finished[0] = True
             except Exception:  # one broken section must not stop every other student's
                 log.exception("building a section")
-                return True
-        return False
+                finished[0] = True
 
 
 QUEUE = BuildQueue()

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import functools
+import re
 
 from engine import Engine, EngineConfig
 from engine.util import ceil_div
