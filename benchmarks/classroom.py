@@ -481,6 +481,7 @@ class Student:
             self.waiters = [w for w in self.waiters if w[2] is not fut]
         if first_id in self.acks:
             rec["ok_ms"] = 1000 * (self.acks[first_id] - t0)
+        rec["at"] = round(time.time() - (time.perf_counter() - t0), 3)  # when it was sent (Unix time)
         self.log.append(rec)
         return rec
 
@@ -854,7 +855,9 @@ def student_record(s: Student) -> dict:
     keep = ("student", "source", "ready_s", "get_s", "cards", "models", "doc_bytes", "get_backend", "ws_backend", "error")
     rec = {k: (round(i[k], 3) if isinstance(i.get(k), float) else i.get(k)) for k in keep}
     rec.update(actions=sum(1 for r in s.log if not r.get("skipped")), changed=sum(1 for r in s.log if "latency_ms" in r),
-               skipped=sum(1 for r in s.log if r.get("skipped")))
+               skipped=sum(1 for r in s.log if r.get("skipped")),
+               timed=[[r["at"], r["action"], round(r["latency_ms"]), round(r.get("ok_ms", -1))]
+                      for r in s.log if "latency_ms" in r])
     return rec
 
 

@@ -4,6 +4,7 @@ in order of arrival, each under its session's lock, with the event loop free in 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import panel as pn
 from bokeh.document import Document
@@ -64,8 +65,7 @@ def run(queue: BuildQueue, jobs: list) -> None:
     asyncio.run(go())
 
 
-def test_parts_run_one_at_a_time_in_order_of_arrival_each_under_its_sessions_lock(monkeypatch):
-    monkeypatch.setattr(build_queue, "GAP_S", 0)
+def test_parts_run_one_at_a_time_in_order_of_arrival_each_under_its_sessions_lock():
     log: list = []
     a, b = served_doc(log, "a"), served_doc(log, "b")
     run(BuildQueue(), [(a, job(log, "a", 2)), (b, job(log, "b", 3))])
@@ -73,23 +73,46 @@ def test_parts_run_one_at_a_time_in_order_of_arrival_each_under_its_sessions_loc
                    "b locked", "b part 0", "b locked", "b part 1", "b locked", "b part 2"]
 
 
-def test_the_loop_runs_other_work_between_two_parts():
+def busy_steps(log: list, steps: int, label: str = "click"):
+    """A click's work as the loop sees it: several short steps (read, handle, write back)."""
+    async def go():
+        for _ in range(steps):
+            time.sleep(0.003)
+            log.append(label)
+            await asyncio.sleep(0)
+    return go()
+
+
+def test_a_part_waits_until_the_loop_has_run_what_was_waiting():
     log: list = []
     doc = served_doc(log, "a")
 
     async def go():
         queue = BuildQueue()
-        queue.submit(doc, job(log, "a", 3))
+        click = asyncio.get_running_loop().create_task(busy_steps(log, 20))
+        queue.submit(doc, job(log, "a", 2))
+        await click
         while len(queue):
-            log.append("click")  # what the loop runs between parts (a click, a Play tick)
-            await asyncio.sleep(build_queue.GAP_S / 3)
+            await asyncio.sleep(0.005)
     asyncio.run(go())
-    parts = [i for i, e in enumerate(log) if "part" in e]
-    assert len(parts) == 3 and all("click" in log[i:j] for i, j in zip(parts, parts[1:], strict=False))
+    first_part = log.index("a part 0")
+    assert log.count("click") == 20 and "click" not in log[first_part:]
 
 
-def test_a_gone_session_is_skipped_and_a_broken_section_stops_only_itself(monkeypatch):
-    monkeypatch.setattr(build_queue, "GAP_S", 0)
+def test_a_loop_that_is_never_quiet_still_gets_its_parts_after_the_longest_gap(monkeypatch):
+    monkeypatch.setattr(build_queue, "MAX_GAP_S", 0.05)
+    log: list = []
+
+    async def go():
+        endless = asyncio.get_running_loop().create_task(busy_steps(log, 10_000))
+        given = await build_queue.breathe()
+        endless.cancel()
+        return given
+    given = asyncio.run(go())
+    assert 0.05 <= given < 0.2 and log.count("click") > 5
+
+
+def test_a_gone_session_is_skipped_and_a_broken_section_stops_only_itself():
     log: list = []
     gone, broken, fine = served_doc(log, "gone"), served_doc(log, "broken"), served_doc(log, "fine")
     gone.session_context.session.destroyed = True
