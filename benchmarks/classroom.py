@@ -537,9 +537,14 @@ ARM_JS = """
 """
 
 
+SERVER_PID: int | None = None  # the class server this run started (--start): not the probes' CPU
+
+
 def browser_cpu_seconds() -> float:
-    """CPU seconds so far of every process under this one: Playwright's driver and Chromium."""
-    return sum(c for c in (cpu_seconds(p) for p in descendants(os.getpid())) if c is not None)
+    """CPU seconds so far of every process under this one but the class server it started:
+    Playwright's driver and Chromium."""
+    server = {SERVER_PID, *descendants(SERVER_PID)} if SERVER_PID else set()
+    return sum(c for c in (cpu_seconds(p) for p in descendants(os.getpid()) if p not in server) if c is not None)
 
 
 class _StillPlaying(Exception):
@@ -1002,7 +1007,9 @@ def main(argv: list[str] | None = None) -> dict:
         if args.start:
             port = args.port or free_port()
             base = port + 1  # (deploy/class_server.py refuses ports in use)
-            stack.enter_context(StartedServer(port, args.backends, base_port=base, extra=args.server_arg))
+            started = stack.enter_context(StartedServer(port, args.backends, base_port=base, extra=args.server_arg))
+            global SERVER_PID
+            SERVER_PID = started.proc.pid
             args.url = f"http://127.0.0.1:{port}/app"
         args.url = args.url or DEFAULT_URL
         _host, port = check_loopback(args.url)
