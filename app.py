@@ -17,7 +17,7 @@ import torch
 from bokeh.settings import settings
 
 from kvviz.lesson import STYLESHEET_URL, Lesson, work_offline
-from kvviz.web import metrics
+from kvviz.web import bokeh_defaults, metrics
 
 # The engine runs one tiny model step per action: one thread is far faster than contending
 # for a few shared cores.
@@ -26,6 +26,9 @@ torch.set_num_threads(1)
 # Bokeh checks every new document's models for mistakes (10% of a page's server time); the
 # pages are built by the same code each time and the tests run with the checks on.
 settings.perform_document_validation.set_value(False)
+# Bokeh computes a never-set property's constant default on every read; building a node reads
+# them tens of thousands of times (kvviz/web/bokeh_defaults.py: each computed once per class).
+bokeh_defaults.install()
 work_offline()
 # A dropped connection (Wi-Fi) comes back to the same session while the server keeps it; the page
 # says what is happening meanwhile (kvviz/web/connection.py).
