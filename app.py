@@ -17,7 +17,7 @@ import torch
 from bokeh.settings import settings
 
 from kvviz.lesson import STYLESHEET_URL, Lesson, work_offline
-from kvviz.web import bokeh_defaults, metrics
+from kvviz.web import bokeh_defaults, memory, metrics
 
 # The engine runs one tiny model step per action: one thread is far faster than contending
 # for a few shared cores.
@@ -36,6 +36,7 @@ pn.extension(throttled=True, notifications=False, reconnect=True)
 pn.config.css_files = [STYLESHEET_URL]
 
 metrics.install()  # (counts for the class server's status page)
+memory.tune_gc()  # (once per process: full collections stopped every session's clicks)
 lesson = Lesson(pn.state.session_args)
 metrics.track(lesson)
 doc = pn.state.curdoc

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 
 try:
     _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
@@ -25,4 +26,31 @@ def give_back() -> bool:
     if _trim is None:
         return False
     _trim(0)
+    return True
+
+
+# -- the garbage collector in a class server ------------------------------------------------------
+# Python's full (generation 2) collection walks every tracked object: with twenty students'
+# pages in a process (over a million objects) each one stopped the event loop for 0.4-0.8 s, and
+# with the default thresholds one ran every few seconds while the class built its nodes: every
+# click in the process waited (python -m benchmarks.classroom, logged with gc.callbacks). Here the
+# objects the process starts with (modules, the model, Bokeh's and Panel's classes) are frozen out
+# of collections, and the younger generations are collected less often, so a full collection is
+# rarer. Garbage is still collected: generation 0 every GC_THRESHOLDS[0] allocations, and Panel
+# runs a full collection a few seconds after sessions are destroyed (memory after a class is
+# measured by the same benchmark).
+GC_THRESHOLDS = (5_000, 10, 80)
+_tuned = False
+
+
+def tune_gc() -> bool:
+    """Once per process, before its first page: collect, freeze what is there, set the
+    thresholds. True the first time."""
+    global _tuned
+    if _tuned:
+        return False
+    _tuned = True
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
     return True
