@@ -9,13 +9,19 @@ import textwrap
 
 def test_the_collector_is_tuned_once_per_process_and_still_collects_cycles():
     """In a fresh interpreter (freezing objects would reach into the test process): the first
-    call freezes what exists and sets the thresholds, a second does nothing, and a reference
-    cycle made afterwards is still freed by the collector."""
+    call freezes what exists and sets the thresholds, a second does nothing, a full collection
+    (not a younger one) hands memory back, and a reference cycle made afterwards is still freed."""
     code = textwrap.dedent("""
         import gc, weakref
         from kvviz.web import memory
         assert memory.tune_gc() and not memory.tune_gc()
         assert gc.get_threshold() == memory.GC_THRESHOLDS and gc.get_freeze_count() > 1000
+        trims = []
+        memory.give_back = lambda: trims.append(1)
+        gc.collect(1)
+        assert not trims
+        gc.collect()
+        assert trims == [1]
         class Node: pass
         a, b = Node(), Node()
         a.other, b.other = b, a

@@ -37,8 +37,8 @@ def give_back() -> bool:
 # objects the process starts with (modules, the model, Bokeh's and Panel's classes) are frozen out
 # of collections, and the younger generations are collected less often, so a full collection is
 # rarer. Garbage is still collected: generation 0 every GC_THRESHOLDS[0] allocations, and Panel
-# runs a full collection a few seconds after sessions are destroyed (memory after a class is
-# measured by the same benchmark).
+# runs a full collection a few seconds after sessions are destroyed, after which the freed pages
+# are handed back (memory after a class is measured by the same benchmark).
 GC_THRESHOLDS = (5_000, 10, 80)
 _tuned = False
 
@@ -53,4 +53,12 @@ def tune_gc() -> bool:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    gc.callbacks.append(_after_full_collection)
     return True
+
+
+def _after_full_collection(phase: str, info: dict) -> None:
+    """A full collection freed the cycles of destroyed sessions (Panel runs one a few seconds
+    after a session ends, later than the session's own `give_back`): hand those pages back too."""
+    if phase == "stop" and info.get("generation") == 2:
+        give_back()
