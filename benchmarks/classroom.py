@@ -88,6 +88,10 @@ ACTION_WIDGET = {  # action -> (its node, the widget that shows the node is buil
     "sharing": ("radix", {"label": "Prefix sharing", "kinds": ("Checkbox",)}),
     "reserve": ("fragmentation", {"title": "Reserved length", "kinds": ("Slider",)}),
 }
+# After the last session's lifetime: Panel collects the garbage 5 s after the last session is
+# destroyed (postponed while sessions keep expiring), and a full collection of a few hundred
+# closed pages takes seconds; memory read before it measures garbage waiting to be collected.
+GC_SETTLE_S = 30
 RESET_EVERY_ADDS = 6  # node 02's pool fills: every sixth add is a Reset instead (a class-sized session)
 
 
@@ -692,7 +696,7 @@ async def scenario(args: argparse.Namespace, meter: ServerMeter, access: AccessL
     quiet_after = None
     lifetime_s = (state or {}).get("session_lifetime_ms", 15000) / 1000
     check_s = (state or {}).get("check_sessions_ms", 17000) / 1000
-    settle_s = args.settle_seconds if args.settle_seconds is not None else lifetime_s + check_s + 5
+    settle_s = args.settle_seconds if args.settle_seconds is not None else lifetime_s + check_s + GC_SETTLE_S
     # Until the sessions' lifetime is over (memory is read then): when did the backends go quiet
     # (under 5% of a core over 2 s: no Play left running)?
     meter.sample("quiet-0")
@@ -980,7 +984,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-static", action="store_true", help="students do not fetch the page's scripts")
     p.add_argument("--settle-seconds", type=float, default=None,
                    help="wait after leaving and after the cycles before reading memory "
-                        "(default: the server's session lifetime + its check interval + 5 s)")
+                        "(default: the server's session lifetime + its check interval + GC_SETTLE_S: the garbage collected)")
     p.add_argument("--json", type=Path, metavar="PATH",
                    help="write the results here (default benchmarks/results/classroom-<UTC time>.json)")
     args = p.parse_args(argv)
