@@ -75,7 +75,7 @@ class BuildQueue:
         self._jobs.append((doc, parts))
         if not self._draining:
             self._draining = True
-            asyncio.get_event_loop().create_task(self._drain())
+            asyncio.get_running_loop().create_task(self._drain())
 
     async def _drain(self) -> None:
         try:
