@@ -18,12 +18,14 @@ Results are shared, never the engines: each timeline owns its engine and its che
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from engine import Engine, EngineConfig, Snapshot
 from kvviz.timeline_memo import MEMO, Memo, Outcome
 
-__all__ = ["MEMO", "Memo", "Op", "Outcome", "Timeline"]
+__all__ = ["MEMO", "Memo", "Op", "Outcome", "Timeline", "eager_snapshots"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,22 @@ class Op:
 
 
 CHECKPOINT_EVERY = 32  # operations between checkpoints
+# Whether a computed operation also keeps its state's snapshot at once (the static recording
+# walks every state back from a settled end: with each snapshot kept on the way there, no step
+# back runs the engine). Off by default: a live session asks only for the snapshots it shows.
+EAGER_SNAPSHOTS = False
 MAX_CHECKPOINTS = 8  # per timeline: at most a few MB of KV each
+
+
+@contextlib.contextmanager
+def eager_snapshots() -> Iterator[None]:
+    """Within: every operation computed keeps its snapshot in the memo (see EAGER_SNAPSHOTS)."""
+    global EAGER_SNAPSHOTS
+    before, EAGER_SNAPSHOTS = EAGER_SNAPSHOTS, True
+    try:
+        yield
+    finally:
+        EAGER_SNAPSHOTS = before
 
 
 def _chain(digest: int, op: Op) -> int:
@@ -115,7 +132,7 @@ class Timeline:
             result = self._run(op)
             if op.kind == "step" and not result:
                 return result  # nothing could run: the engine is unchanged, so nothing is recorded
-            known = Outcome(result, engine.has_unfinished())
+            known = Outcome(result, engine.has_unfinished(), engine.snapshot() if EAGER_SNAPSHOTS else None)
             MEMO.put(key, known)
             self.ops.append(op)
             self._ran(self.ops)
@@ -209,8 +226,9 @@ class Timeline:
         for op in ops:
             self._digest = _chain(self._digest, op)
             self.ops.append(op)
-        if self._engine is None or not self._known():
+        if not self._known():
             _ = self.engine  # not all in the memo (evicted): compute the state now
+        # (else the engine is made again, from a checkpoint, only when an operation needs it)
 
     def _known(self) -> bool:
         return not self.ops or self._outcome() is not None

@@ -194,6 +194,7 @@ def test_replay_of_a_different_history_ignores_checkpoints_that_do_not_match(mon
     t = radix.timeline
     assert t._checkpoints
     t.replay(t.ops[:2])  # two adds: shorter than every checkpoint
+    _ = t.engine  # (the engine is made again lazily: only then are checkpoints looked at)
     assert t._checkpoints == []
     assert [r.status for r in t.snapshot().requests] == ["waiting", "waiting"]
 
@@ -262,3 +263,21 @@ def test_the_memo_is_bounded(make_config):
     for k in range(5):
         memo.put((k,), Outcome(k, False))
     assert len(memo) == 3 and memo.get((0,)) is None and memo.get((4,)).result == 4
+
+
+def test_stepping_back_over_remembered_states_runs_no_engine():
+    """With each state's snapshot kept on the way (eager_snapshots), every step back reads the
+    memo: the engine is not made again (the static recording walks thousands of states so)."""
+    from kvviz.timeline import eager_snapshots
+
+    radix = RadixScenario(prefix_sharing=False)
+    t = radix.timeline
+    with eager_snapshots():
+        radix.ask("What is a block?")
+    seen = []
+    while t.step_back():
+        assert t._engine is None  # (read from the memo)
+        seen.append(t.snapshot())
+    reference = Timeline(t.config)
+    reference.replay(list(t.ops))
+    assert seen[-1] == reference.engine.snapshot()  # (computed, not read from the memo)

@@ -29,6 +29,8 @@ from bokeh.document.events import (
     ModelChangedEvent,
 )
 
+from kvviz.timeline import eager_snapshots
+
 Setup = Callable[[object], None]  # puts a node state at a branch's settled end
 
 
@@ -78,7 +80,8 @@ def _initial_values(doc: Document) -> dict[tuple[str, str], object]:
 def _walk(state, branches: dict[str, Setup], visit: Callable[[str, int], None]) -> None:
     """Every branch's states, from its settled end back to its start: `visit(key, step_count)`."""
     for key, setup in branches.items():
-        setup(state)
+        with eager_snapshots():  # (so that stepping back reads each state's snapshot, kept on the way)
+            setup(state)
         visit(key, state.step_count)
         while state.step_back():
             visit(key, state.step_count)
