@@ -3,9 +3,10 @@
 A node is recorded when its registry entry has a recipe (kvviz/nodes/<node>/recording.py); a node that watches
 something outside the lesson (node 04, a live vLLM) has nothing to record and is left out.
 
-Every page is a Bokeh document saved with its JavaScript inlined, the lesson's stylesheet and
-Panel's component stylesheets written beside it (so it opens from disk with no network), plus
-its recordings and the player. The page says it is a recording: when, which model (the weights'
+Every page is a Bokeh document saved with its recordings and the player inlined; BokehJS, Panel's
+JavaScript, the lesson's stylesheet and Panel's component stylesheets are written once beside the
+pages, under `static/` (so the site opens from disk with no network, each library is fetched once
+for every page, and a server can hand them out as cacheable files). The page says it is a recording: when, which model (the weights'
 SHA-256) and which code (the engine's version and the git commit).
 """
 
@@ -23,6 +24,8 @@ from pathlib import Path
 
 import panel as pn
 from bokeh.document import Document
+from bokeh.resources import Resources
+from bokeh.util.paths import bokehjsdir
 
 from kvviz import page_text
 from kvviz.export.player import PLAYER_JS, disable, wire
@@ -34,6 +37,10 @@ from kvviz.nodes import BY_KEY, LIVE
 ROOT = Path(__file__).resolve().parents[2]
 PANEL_DIST = Path(pn.__file__).resolve().parent / "dist"
 CDN_RE = re.compile(r"https://cdn\.holoviz\.org/panel/[^/]+/dist/([A-Za-z0-9_./-]+)")
+BOKEH_STATIC = Path(bokehjsdir())
+# The page's libraries, linked relative to it (`./static/...`, as a Bokeh server names them).
+RESOURCES = Resources(mode="server", root_url="./")
+LIBRARY_RE = re.compile(r'(?:src|href)="(?:\./)?(static/(js|extensions/panel)/([A-Za-z0-9_./@^-]+?))(?:\?v=[0-9a-f]+)?"')
 
 
 def provenance() -> dict[str, str]:
@@ -94,16 +101,32 @@ def _localise(text: str, out: Path) -> str:
         src = (PANEL_DIST / rel).resolve()
         if not src.is_file() or PANEL_DIST not in src.parents:
             raise FileNotFoundError(f"Panel resource {rel} is not in {PANEL_DIST}")
-        dest = out / "static" / "panel" / rel
+        dest = out / "static" / "extensions" / "panel" / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dest)
-        return f"static/panel/{rel}"
+        return f"static/extensions/panel/{rel}"
     return CDN_RE.sub(local, text)
 
 
+def _copy_libraries(text: str, out: Path) -> None:
+    """Copy every library the page links (BokehJS's, Panel's) from the installed packages into
+    OUT/static/, where the page's relative links find them."""
+    for match in LIBRARY_RE.finditer(text):
+        rel, kind, name = match.groups()
+        root = BOKEH_STATIC / "js" if kind == "js" else PANEL_DIST
+        src = (root / name).resolve()
+        if not src.is_file() or root.resolve() not in src.parents:
+            raise FileNotFoundError(f"library {rel} is not in {root}")
+        dest = out / rel
+        if not dest.is_file() or dest.stat().st_size != src.stat().st_size:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+
+
 def write_page(doc: Document, scripts: list[str], path: Path, title: str) -> None:
-    pn.io.save.save(doc, str(path), resources="inline", title=title)
+    pn.io.save.save(doc, str(path), resources=RESOURCES, title=title)
     text = _localise(path.read_text(encoding="utf-8"), path.parent)
+    _copy_libraries(text, path.parent)
     player = f"<script>{PLAYER_JS}\n{''.join(scripts)}</script>"
     end = text.rindex("</body>")  # (the inlined libraries contain the string too)
     text = text[:end] + player + "\n" + text[end:]
