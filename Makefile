@@ -32,7 +32,7 @@ $(VENV)/.test-installed: requirements.txt requirements-test.txt | $(BIN)/python
 lesson: $(VENV)/.lesson-installed
 	@$(BIN)/python -m kvviz.handin.key --url http://$(ADDRESS):$(PORT)/teacher
 	$(BIN)/panel serve app.py teacher.py --port $(PORT) --address $(ADDRESS) --num-procs $(PROCS) \
-		--allow-websocket-origin '$(ALLOW)' --static-dirs assets=./assets
+		--allow-websocket-origin '$(ALLOW)' --static-dirs assets=./assets --plugins kvviz.export.routes
 
 # make class: serve a whole class from this machine, every core busy (deploy/class_server.py): one
 # single-process `panel serve app.py` per core (BACKENDS, default: every core) on 127.0.0.1:5100+i,

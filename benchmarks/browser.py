@@ -5,6 +5,7 @@ the UI latency benchmark: `panel serve app.py` on a free port, and Debian's Chro
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -31,6 +32,8 @@ def free_port() -> int:
 
 class Server:
     """`panel serve app.py` on a free port, one process, stopped on exit; `url` is its /app.
+    As `make lesson`, it serves the recorded lesson too (`base`: kvviz/export/routes.py), once its
+    recordings are made (`wait_for_recordings`).
 
     `apps` serves more app files next to it (e.g. ("app.py", "teacher.py"): /app and /teacher,
     each at `base + name`); `env` adds environment variables for the server (e.g. KVVIZ_DB)."""
@@ -44,7 +47,7 @@ class Server:
         cmd = [sys.executable, "-m", "panel", "serve", *self.apps, "--port", str(port),
                "--address", "127.0.0.1", "--allow-websocket-origin", f"localhost:{port}",
                "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1",
-               "--static-dirs", "assets=./assets"]
+               "--static-dirs", "assets=./assets", "--plugins", "kvviz.export.routes"]
         self.log = tempfile.NamedTemporaryFile("w+", prefix="kvviz-serve-", suffix=".log", delete=False)  # noqa: SIM115
         env = {**os.environ, **self.env} if self.env else None
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, env=env)
@@ -69,6 +72,16 @@ class Server:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"panel serve did not start; see {self.log.name}:\n{self.log_tail()}")
             time.sleep(0.5)
+
+    def wait_for_recordings(self, timeout_s: float = 600) -> None:
+        """Until the served lesson's recordings are ready (made in the background at start)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(self.base + "lesson-status", timeout=30) as r:
+                if json.loads(r.read())["ready"]:
+                    return
+            time.sleep(1)
+        raise RuntimeError(f"the recordings were not ready in {timeout_s} s")
 
     def log_tail(self, num_chars: int = 3000) -> str:
         return Path(self.log.name).read_text(errors="replace")[-num_chars:]

@@ -40,9 +40,11 @@ class Recording:
     values: list = field(default_factory=list)  # each distinct value once (JSON-able)
     branches: dict[str, list[list[int]]] = field(default_factory=dict)  # key -> states -> value index per prop
     steps: dict[str, list[int]] = field(default_factory=dict)  # key -> the engine step count of each state
+    links: dict[str, str] = field(default_factory=dict)  # key -> the live link's query for its settled end
 
     def to_json(self) -> dict:
-        return {"props": self.props, "values": self.values, "branches": self.branches, "steps": self.steps}
+        return {"props": self.props, "values": self.values, "branches": self.branches, "steps": self.steps,
+                "links": self.links}
 
 
 def encode(value):
@@ -77,19 +79,25 @@ def _initial_values(doc: Document) -> dict[tuple[str, str], object]:
     return out
 
 
-def _walk(state, branches: dict[str, Setup], visit: Callable[[str, int], None]) -> None:
-    """Every branch's states, from its settled end back to its start: `visit(key, step_count)`."""
+def _walk(state, branches: dict[str, Setup], visit: Callable[[str, int], None],
+          settled: Callable[[str], None]) -> None:
+    """Every branch's states, from its settled end back to its start: `visit(key, step_count)`;
+    `settled(key)` at each settled end first."""
     for key, setup in branches.items():
         with eager_snapshots():  # (so that stepping back reads each state's snapshot, kept on the way)
             setup(state)
+        settled(key)
         visit(key, state.step_count)
         while state.step_back():
             visit(key, state.step_count)
 
 
-def record(doc: Document, state, branches: dict[str, Setup], reset: Callable[[], None]) -> Recording:
+def record(doc: Document, state, branches: dict[str, Setup], reset: Callable[[], None],
+           link: Callable[[object], str] = lambda _state: "") -> Recording:
     """Record `state`'s `branches` as seen in `doc` (which holds the node's view); `reset()`
     puts the page back at its default state afterwards (the page is saved from there).
+    `link(state)`: the live lesson's query for a state, kept for each branch's settled end (the
+    player writes it into the address bar, and a live session continues from it).
 
     One walk: a property is read again only when the document says it changed; a property first
     changed at some state held its initial value in every state before (any change is an event)."""
@@ -126,13 +134,18 @@ def record(doc: Document, state, branches: dict[str, Setup], reset: Callable[[],
         touched.clear()
         visited.append((key, step, dict(current)))
 
+    links: dict[str, str] = {}
+
+    def settled(key: str) -> None:
+        links[key] = link(state)
+
     doc.on_change(collect)
     try:
-        _walk(state, branches, visit)
+        _walk(state, branches, visit, settled)
     finally:
         doc.remove_on_change(collect)
     first = {prop: intern(initial[prop]) for prop in order}
-    rec = Recording(props=[list(p) for p in order], values=values)
+    rec = Recording(props=[list(p) for p in order], values=values, links=links)
     for key in branches:
         mine = [(step, now) for k, step, now in visited if k == key][::-1]  # start to end
         rec.branches[key] = [[now.get(prop, first[prop]) for prop in order] for _, now in mine]

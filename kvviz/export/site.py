@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from urllib.parse import urlencode
 
 import panel as pn
 from bokeh.document import Document
@@ -28,7 +29,7 @@ from bokeh.resources import Resources
 from bokeh.util.paths import bokehjsdir
 
 from kvviz import page_text
-from kvviz.export.player import PLAYER_JS, disable, wire
+from kvviz.export.player import PLAYER_JS, disable, wire, wire_live
 from kvviz.export.recipes import Recipe, recipes
 from kvviz.export.record import record
 from kvviz.lesson import CSS_PATH, SYSTEM_FONTS, Lesson
@@ -50,12 +51,36 @@ def provenance() -> dict[str, str]:
                                 text=True, timeout=10).stdout.strip() or "unknown"
     except OSError:
         commit = "unknown"
-    return {"date": datetime.date.today().isoformat(), "model_sha256": model["weights_sha256"],
-            "commit": commit}
+    now = datetime.datetime.now(datetime.UTC)
+    return {"date": now.date().isoformat(), "time": now.strftime("%Y-%m-%d %H:%M UTC"),
+            "model_sha256": model["weights_sha256"], "commit": commit}
 
 
-def note_html(facts: dict[str, str], live_url: str | None) -> str:
+# Where a page served beside the live lesson (kvviz/export/routes.py: /lesson/...) finds it.
+SERVED_LIVE = "../app"
+SERVED_PROBE = "../lesson-status"  # (answers at once when the server does)
+
+
+# The served lesson's last sections run live (they need the server): links carry the states reached.
+LIVE_LINKS_HTML = f"""<section class="kv-live-links" aria-label="Live sections">
+<h2>{html.escape(BY_KEY["explain"].number)} · {html.escape(BY_KEY["explain"].title)}</h2>
+<p>Explain the ideas back in your own words, check yourself, and hand it in to your teacher: it runs live, with the
+states you reached above. <a class="kv-live-link" href="{SERVED_LIVE}?node=explain"
+onclick="this.href='{SERVED_LIVE}?node=explain&amp;' + window.kvvizPlayer.query()">Open Explain it back</a></p>
+<h2>{html.escape(BY_KEY["vllm"].number)} · {html.escape(BY_KEY["vllm"].title)}</h2>
+<p>The same ideas inside a real production engine, vLLM, watched live.
+<a class="kv-live-link" href="{SERVED_LIVE}?node=vllm">Open node {html.escape(BY_KEY["vllm"].number)}</a></p>
+</section>"""
+
+
+def note_html(facts: dict[str, str], live_url: str | None, served: bool = False) -> str:
     e = html.escape
+    if served:
+        return (f'<div class="kv-recording" role="note"><b>Recorded from this server\'s engine</b> at '
+                f'{e(facts["time"])} (code {e(facts["commit"])}, model weights sha256 {e(facts["model_sha256"][:12])}…): '
+                "the controls, Step and Play replay states the real engine reached, in your browser. "
+                "<b>Live</b> for your own prompts and questions: typing one runs the engine on the server "
+                "for that node, from where you are.</div>")
     live = (f' Typing your own prompt or question needs the <a href="{e(live_url)}">live lesson</a>.'
             if live_url else " Typing your own prompt or question needs the live lesson (`make lesson`).")
     return (f'<div class="kv-recording" role="note"><b>A recording of the live lesson</b>, made on {e(facts["date"])} '
@@ -68,28 +93,58 @@ def _pack(data: dict) -> str:
     return base64.b64encode(gzip.compress(raw, 9, mtime=0)).decode()
 
 
-def build_page(keys: list[str], live_url: str | None, facts: dict) -> tuple[Document, list[str]]:
-    """A document holding the note and the nodes `keys`, recorded; returns it and its scripts."""
+def _link(key: str):
+    """A node state's query in the live lesson (its URL module), for the recording's links."""
+    url = BY_KEY[key].url
+    return (lambda state: urlencode(url.query(state))) if url is not None else (lambda _state: "")
+
+
+def _by_class(doc: Document, css_class: str) -> str:
+    """The id of the one model of `doc` with this CSS class."""
+    found = [m.id for m in doc.models if css_class in (getattr(m, "css_classes", None) or [])]
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} models with class {css_class!r}")
+    return found[0]
+
+
+def build_page(keys: list[str], live_url: str | None, facts: dict,
+               served: bool = False) -> tuple[Document, list[str]]:
+    """A document holding the note and the nodes `keys`, recorded; returns it and its scripts.
+    `served`: the page is served beside the live lesson, so the controls that need an engine
+    continue their node live (else they are shown disabled)."""
     lesson, plan = Lesson({}), recipes()
-    views = [lesson.view(k) for k in keys]
-    notes = pn.pane.HTML(note_html(facts, live_url), sizing_mode="stretch_width")
-    layout = pn.Column(notes, *views, sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
+    # Each node's view, and where its live session takes its place (empty and hidden until then).
+    views = {k: pn.Column(lesson.view(k), sizing_mode="stretch_width", css_classes=[f"kv-recorded-{k}"], margin=0)
+             for k in keys}
+    live = {k: pn.pane.HTML("", visible=False, sizing_mode="stretch_width", css_classes=["kv-live", f"kv-live-{k}"])
+            for k in keys}
+    notes = pn.pane.HTML(note_html(facts, live_url, served), sizing_mode="stretch_width")
+    after = [pn.pane.HTML(LIVE_LINKS_HTML, sizing_mode="stretch_width")] if served and len(keys) > 1 else []
+    layout = pn.Column(notes, *[item for k in keys for item in (views[k], live[k])], *after,
+                       sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
     doc = Document()
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)
-    scripts = []
+    live_config = {"live": SERVED_LIVE, "probe": SERVED_PROBE} if served else {"live": None}
+    scripts = [f"window.kvvizPlayer.configure({json.dumps(live_config)});"]
     for key in keys:
         recipe: Recipe | None = plan.get(key)
         if recipe is None:  # explain it back: nothing to replay, nothing to type into
-            disable(doc, {m.title for m in doc.models if hasattr(m, "title") and isinstance(m.title, str)})
+            disable(doc.models, {m.title for m in doc.models if hasattr(m, "title") and isinstance(m.title, str)})
             continue
         state = lesson.states[key]
-        rec = record(doc, state, recipe.branches, lambda r=recipe, s=state: r.branches[r.default](s))
-        play = wire(doc, key, recipe.controls)
-        disable(doc, recipe.live_only)
+        rec = record(doc, state, recipe.branches, lambda r=recipe, s=state: r.branches[r.default](s), _link(key))
+        ids = {"view": _by_class(doc, f"kv-recorded-{key}"), "live": _by_class(doc, f"kv-live-{key}")}
+        mine = doc.get_model_by_id(ids["view"]).references()  # (the node's own models: its controls)
+        play = wire(mine, key, recipe.controls)
+        if served:
+            wire_live(mine, key, recipe.live_only)
+        else:
+            disable(mine, recipe.live_only)
+        ids["play"] = play.id if play else None
+        meta = {**recipe.meta, "params": list(BY_KEY[key].url.PARAMS) if BY_KEY[key].url else []}
         scripts.append(f"window.kvvizPlayer.controllers[{json.dumps(key)}] = {recipe.controller};")
         scripts.append(f"window.kvvizPlayer.register({json.dumps(key)}, {json.dumps(_pack(rec.to_json()))}, "
-                       f"{json.dumps(recipe.meta)}, {json.dumps(play.id if play else None)}, "
-                       f"{json.dumps(recipe.default)});")
+                       f"{json.dumps(meta)}, {json.dumps(ids)}, {json.dumps(recipe.default)});")
     return doc, scripts
 
 
@@ -133,25 +188,26 @@ def write_page(doc: Document, scripts: list[str], path: Path, title: str) -> Non
     path.write_text(text, encoding="utf-8")
 
 
-def export(out: Path, live_url: str | None = None, only: list[str] | None = None) -> list[Path]:
+def export(out: Path, live_url: str | None = None, only: list[str] | None = None, served: bool = False) -> list[Path]:
     """Write the site into `out` (only the node pages `only`, if given; else every node page and
-    index.html); returns the pages written."""
+    index.html); returns the pages written. `served`: for a server beside the live lesson
+    (kvviz/export/routes.py), whose controls that need an engine continue live."""
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(CSS_PATH, out / "kvviz.css")
     with pn.config.set(css_files=["kvviz.css"], raw_css=[]):  # (linked beside the pages)
-        return _write_pages(out, live_url, only)
+        return _write_pages(out, live_url, only, served)
 
 
-def _write_pages(out: Path, live_url: str | None, only: list[str] | None) -> list[Path]:
+def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served: bool) -> list[Path]:
     facts, pages, recorded = provenance(), [], [n for n in LIVE if n.key in recipes()]
-    for node in [*recorded, BY_KEY["explain"]]:
+    for node in [*recorded, *([] if served else [BY_KEY["explain"]])]:
         if only and node.key not in only:
             continue
-        doc, scripts = build_page([node.key], live_url, facts)
+        doc, scripts = build_page([node.key], live_url, facts, served)
         pages.append(out / f"{node.key}.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} · {node.title} (recording)")
     if not only:
-        doc, scripts = build_page([n.key for n in recorded], live_url, facts)
+        doc, scripts = build_page([n.key for n in recorded], live_url, facts, served)
         pages.append(out / "index.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} (recording)")
     (out / "recording.json").write_text(json.dumps({**facts, "fonts": SYSTEM_FONTS}, indent=2), encoding="utf-8")

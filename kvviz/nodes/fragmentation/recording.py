@@ -10,6 +10,7 @@ CONTROLLER = """{
   reserve(n, v) { n.reserve = v; n.go(`r${v}f${n.freed ? 1 : 0}`); },
   free_r2(n) { n.freed = true; n.go(`r${n.reserve}f1`); },
   reset(n) { n.freed = false; n.reserve = n.meta.default_reserve; n.go(`r${n.reserve}f0`); },
+  restore(n, branch) { const m = /^r(\\d+)f([01])$/.exec(branch); n.reserve = Number(m[1]); n.freed = m[2] === "1"; },
 }"""
 
 

@@ -18,6 +18,7 @@ CONTROLLER = """{
     n.play(true);
   },
   reset(n) { n.adds = 0; n.go("a0"); },
+  restore(n, branch) { n.adds = Number(branch.slice(1)); },
 }"""
 
 
@@ -36,5 +37,5 @@ def recipe() -> Recipe:
         controls=(Control("button", "Add request", "add"), Control("button", "Reset", "reset"), *TRANSPORT),
         controller=CONTROLLER,
         live_only=(text.PROMPT_LABEL, "Block table of"),
-        meta={"adds": ADDS},
+        meta={"adds": ADDS, "typed": {"param": "add", "prefix": "", "drop": ["add_gap"]}},
     )

@@ -26,4 +26,5 @@ def recipe() -> Recipe:
         controls=(Control("checkbox", RadixState.param.sharing.label, "sharing"), Control("button", "Reset", "reset"), *TRANSPORT),
         controller=CONTROLLER,
         live_only=(text.QUESTION_LABEL, "Add request", "Release oldest", "Fill the pool"),
+        meta={"typed": {"param": "op", "prefix": "ask:", "drop": ["op_gap"]}},
     )

@@ -1,0 +1,114 @@
+"""The recordings a server plays to its students: made once per code and model, kept on disk.
+
+`python -m kvviz.export.cache` records the whole lesson from this checkout's engine (the served
+site of kvviz/export/site.py: its live-only controls continue live) into
+`<KVVIZ_CACHE or .kvviz-cache>/recordings/<key>/`, where `key` is a hash of the code that draws
+and runs the lesson, the model's weights and the Bokeh and Panel versions. Another server on
+the same code finds it there at once; a change of code or weights makes a new one. The folder
+is written under another name and renamed when complete, so a server never serves half of one;
+a lock file lets one process of several (a class server's backends) make it while the others
+wait for it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = ("kvviz", "engine", "kernels")  # every .py, .js and .css file under these
+SUFFIXES = {".py", ".js", ".css"}
+
+
+def cache_root(environ=os.environ) -> Path:
+    return Path(environ.get("KVVIZ_CACHE") or ROOT / ".kvviz-cache") / "recordings"
+
+
+def key() -> str:
+    """A short hash of what a recording depends on: the sources, the stylesheet, the model's
+    weights (by their recorded hash), Bokeh's and Panel's versions."""
+    import bokeh
+    import panel
+
+    h = hashlib.sha256(f"bokeh {bokeh.__version__} panel {panel.__version__}\n".encode())
+    files = sorted(p for d in SOURCES for p in (ROOT / d).rglob("*") if p.suffix in SUFFIXES and p.is_file())
+    for path in [*files, ROOT / "assets" / "kvviz.css", ROOT / "assets" / "model.json"]:
+        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def ready(root: Path | None = None, k: str | None = None) -> Path | None:
+    """The finished recording's folder for this code, or None while there is none."""
+    folder = (root or cache_root()) / (k or key())
+    return folder if (folder / "index.html").is_file() else None
+
+
+def make(root: Path | None = None, k: str | None = None) -> Path:
+    """Record the lesson into the cache (unless another process has, or is doing it: then wait
+    for that one). Returns the folder."""
+    root, k = root or cache_root(), k or key()
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{k}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # (waits while another process records)
+        if (done := ready(root, k)) is not None:
+            return done
+        import torch
+
+        from kvviz.export.site import export
+
+        torch.set_num_threads(1)
+        work = root / f"{k}.partial-{os.getpid()}"
+        shutil.rmtree(work, ignore_errors=True)
+        started = time.monotonic()
+        export(work, served=True)
+        facts = json.loads((work / "recording.json").read_text(encoding="utf-8"))
+        facts["seconds"] = round(time.monotonic() - started, 1)
+        (work / "recording.json").write_text(json.dumps(facts, indent=2), encoding="utf-8")
+        os.replace(work, root / k)
+        for old in root.iterdir():  # older recordings of other code
+            if old.is_dir() and old.name != k:  # (and half-written ones: the lock is ours)
+                shutil.rmtree(old, ignore_errors=True)
+        return root / k
+
+
+def start_in_background() -> subprocess.Popen | None:
+    """Make the recording in a child process unless it is there (the server answers live
+    meanwhile); returns the child, or None when the recording is ready."""
+    if ready() is not None:
+        return None
+    return subprocess.Popen([sys.executable, "-m", "kvviz.export.cache"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "BOKEH_VALIDATE_DOC": "false"})
+
+
+def _exit_with_parent() -> None:
+    """A recording started by a server stops when the server does (it is made again next time)."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def main() -> int:
+    _exit_with_parent()
+    started = time.monotonic()
+    folder = make()
+    print(f"recordings ready in {folder} ({time.monotonic() - started:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+// The lesson's player: replays each node's recording of the real engine (kvviz/export/record.py)
+// on the page's own Bokeh models, with no server. Each recorded node registers its recording
+// (gzip + base64 JSON, inflated with the browser's DecompressionStream) and a controller (its
+// recipe's: kvviz/nodes/<node>/recording.py); the node's widgets call `act(node, action, value)`
+// through CustomJS callbacks (kvviz/export/player.py: wire). A state is a branch and an index into
+// it; showing it sets every recorded property whose value differs from what is shown.
+//
+// The address bar follows the state: each branch's settled end has the live lesson's own link
+// (recorded with it), and `at_<node>` names a step before that end. A link opens on its recorded
+// state; a link, a typed prompt or an action that no recording holds continues that node live: a
+// session of the live lesson (`/app?node=<node>&<its link>`) takes the node's place, in a frame.
+(function () {
+  "use strict";
+  const nodes = {};
+  const CONTROLLERS = {}; // node -> its recipe's controller
+  const config = { live: null, probe: null }; // the live lesson's address; a cheap URL that says it answers
+
+  async function inflate(b64) {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+
+  function decode(v) {
+    if (v === null || typeof v !== "object") return v;
+    if (Array.isArray(v)) return v.map(decode);
+    if ("nd" in v) {
+      if (v.nd === "f") return Float64Array.from(v.v, (x) => (x === null ? NaN : x));
+      return v.nd === "i" ? Int32Array.from(v.v) : v.v.slice();
+    }
+    if ("f" in v) return v.f === "inf" ? Infinity : v.f === "-inf" ? -Infinity : NaN;
+    if ("map" in v) {
+      const o = {};
+      for (const k in v.map) o[k] = decode(v.map[k]);
+      return o;
+    }
+    return v;
+  }
+
+  // A query's parameters among `keys`, as one comparable string: each key's values in order,
+  // the keys sorted (a hand-written link may order them differently).
+  function canonical(search, keys) {
+    const q = new URLSearchParams(search);
+    return keys.filter((k) => q.has(k)).sort()
+      .map((k) => q.getAll(k).map((v) => `${k}=${v}`).join("&")).join("&");
+  }
+
+  function escapeHtml(text) {
+    return String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  }
+
+  // Every node's link together (with `at_<node>` for a step before a branch's end when `at`).
+  function currentQuery(at) {
+    const q = new URLSearchParams();
+    for (const n of Object.values(nodes)) {
+      for (const [k, v] of new URLSearchParams(n.live ? n.liveLink : n.link())) q.append(k, v);
+      if (at && !n.live && n.index !== n.last()) q.set(`at_${n.name}`, String(n.index));
+    }
+    return q;
+  }
+
+  let urlTimer = null;
+  function writeUrl() {
+    // (at most twice a second: browsers refuse a flood of history updates during Play)
+    if (urlTimer !== null) return;
+    urlTimer = setTimeout(() => {
+      urlTimer = null;
+      const node = new URLSearchParams(location.search).get("node");
+      const q = currentQuery(true);
+      if (node) q.set("node", node);
+      const s = q.toString();
+      if (`?${s}` !== location.search && !(s === "" && location.search === "")) {
+        history.replaceState(history.state, "", s ? `?${s}` : location.pathname);
+      }
+    }, 500);
+  }
+
+  class Node {
+    constructor(name, rec, meta, doc, ids) {
+      Object.assign(this, { name, rec, meta, doc, ids, shown: null, timer: null, period: 250, live: false });
+      this.models = rec.props.map(([id]) => doc.get_model_by_id(id));
+      this.playButton = ids.play ? doc.get_model_by_id(ids.play) : null;
+      this.reserve = meta.default_reserve;
+      this.freed = false;
+      this.adds = 0;
+    }
+
+    go(branch, index) {
+      const rows = this.rec.branches[branch];
+      if (!rows) return;
+      this.branch = branch;
+      this.index = index === undefined ? rows.length - 1 : Math.max(0, Math.min(index, rows.length - 1));
+      this.show();
+    }
+
+    show() {
+      const row = this.rec.branches[this.branch][this.index];
+      this.applying = true;
+      try {
+        row.forEach((vi, i) => {
+          if (this.shown && this.shown[i] === vi) return;
+          const model = this.models[i];
+          if (model) model.setv({ [this.rec.props[i][1]]: decode(this.rec.values[vi]) });
+        });
+      } finally {
+        this.applying = false;
+      }
+      this.shown = row;
+      writeUrl();
+    }
+
+    last() { return this.rec.branches[this.branch].length - 1; }
+    link() { return this.rec.links ? this.rec.links[this.branch] || "" : ""; }
+
+    step() {
+      if (this.index < this.last()) {
+        this.index += 1;
+        this.show();
+        return true;
+      }
+      return false;
+    }
+
+    play(on) {
+      const playing = this.timer !== null;
+      if (on === undefined) on = !playing;
+      if (this.timer !== null) {
+        clearInterval(this.timer);
+        this.timer = null;
+      }
+      if (on) {
+        if (this.index >= this.last()) {
+          this.index = 0;
+          this.show();
+        }
+        this.timer = setInterval(() => { if (!this.step()) this.play(false); }, this.period);
+      }
+      if (this.playButton) this.playButton.label = this.timer !== null ? "❚❚ Pause" : "▶ Play";
+    }
+
+    act(action, value) {
+      if (this.applying || this.live) return; // (a model set by show() echoing back; or live now)
+      const c = CONTROLLERS[this.name] || {};
+      if (action === "rewind") { this.play(false); this.index = 0; this.show(); }
+      else if (action === "back") { this.play(false); if (this.index > 0) { this.index -= 1; this.show(); } }
+      else if (action === "step") { this.play(false); this.step(); }
+      else if (action === "play") this.play();
+      else if (action === "speed") {
+        this.period = value;
+        if (this.timer !== null) { this.play(false); this.play(true); }
+      } else if (action === "live") this.goLive();
+      else if (action === "typed") this.typed(value);
+      else if (c[action]) { this.play(false); c[action](this, value); }
+    }
+
+    // The state a link names: its recorded branch (and step), or null when no recording holds it.
+    fromLink(search) {
+      const keys = this.meta.params || [];
+      const want = canonical(search, keys);
+      for (const branch of Object.keys(this.rec.branches)) {
+        if (canonical(this.rec.links[branch] || "", keys) === want) {
+          const at = new URLSearchParams(search).get(`at_${this.name}`);
+          return { branch, index: at !== null && /^\d{1,5}$/.test(at) ? Number(at) : undefined };
+        }
+      }
+      return null;
+    }
+
+    // A prompt typed into the node's box (committed: Enter, or leaving the box): no recording holds
+    // it, so the node continues live with it added, as the link's last request (meta.typed says
+    // which parameter carries it; a link without step gaps runs each request to its end first,
+    // which is what every recorded branch did).
+    typed(text) {
+      const t = this.meta.typed;
+      if (!t || typeof text !== "string" || !text.trim()) return;
+      this.goLive(`${t.param}=${encodeURIComponent(t.prefix + text.trim().slice(0, 200))}`, t.drop || []);
+    }
+
+    // Continue this node live: a session of the live lesson at this node's link (less the `drop`
+    // parameters, plus `extra`: a typed prompt) takes the node's place. Says why when it can't.
+    goLive(extra, drop) {
+      this.play(false);
+      const pane = this.ids.live ? this.doc.get_model_by_id(this.ids.live) : null;
+      const say = (html) => { if (pane) { pane.text = escapeHtml(html); pane.visible = true; } };
+      if (!config.live) {
+        say(`<p class="kv-live-note" role="status">This needs the live lesson, which this copy has no address
+             for: run <code>make lesson</code> to use your own prompts.</p>`);
+        return;
+      }
+      const q = new URLSearchParams(this.link());
+      for (const k of drop || []) q.delete(k);
+      for (const [k, v] of new URLSearchParams(extra || "")) q.append(k, v);
+      q.set("node", this.name);
+      const url = `${config.live}?${q}`;
+      say(`<p class="kv-live-note" role="status">Starting this node on the server's live engine…</p>`);
+      fetch(config.probe || url, { cache: "no-store" }).then((r) => {
+        if (!r.ok) throw new Error(r.status === 503 ? "the server is busy right now" : `the server answered ${r.status}`);
+        this.live = true;
+        this.liveLink = q.toString().replace(/(^|&)node=[^&]*/, "");
+        const view = this.ids.view ? this.doc.get_model_by_id(this.ids.view) : null;
+        say(`<p class="kv-live-note" role="status"><b>● Live:</b> this node now runs on the server's engine,
+             from the state you were at; your own prompts and questions are computed as you send them.</p>
+             <iframe class="kv-live-frame" title="Node ${escapeHtml(this.name)}, live" src="${escapeHtml(url)}"
+             style="width:100%;border:0;height:900px"
+             onload="window.kvvizPlayer.fit(this)"></iframe>`);
+        if (view) view.visible = false;
+        writeUrl();
+      }).catch((err) => {
+        say(`<p class="kv-live-note kv-live-error" role="alert">The live engine could not be reached
+             (${escapeHtml(err.message || err)}): the recording above still plays; try again in a moment.</p>`);
+      });
+    }
+  }
+
+  window.kvvizPlayer = {
+    configure(options) { Object.assign(config, options); },
+    async register(name, b64, meta, ids, defaultBranch) {
+      const rec = await inflate(b64);
+      const start = () => {
+        const doc = window.Bokeh && Bokeh.documents && Bokeh.documents[0];
+        if (!doc || doc.is_idle === false) return setTimeout(start, 50); // (its views drawn first)
+        const node = new Node(name, rec, meta, doc, ids || {});
+        nodes[name] = node;
+        const wanted = node.fromLink(location.search);
+        const c = CONTROLLERS[name] || {};
+        if (wanted) {
+          node.go(wanted.branch, wanted.index);
+          if (c.restore) c.restore(node, wanted.branch);
+        } else {
+          node.go(defaultBranch);
+          if (canonical(location.search, meta.params || []) !== "") node.goLive(); // (not recorded)
+        }
+        document.documentElement.dataset[`kvReady${name[0].toUpperCase()}${name.slice(1)}`] = "1";
+      };
+      start();
+    },
+    act(name, action, value) { if (nodes[name]) nodes[name].act(action, value); },
+    // The live lesson's link for every node's state now (Explain it back opens live with it).
+    query() { return currentQuery(false).toString(); },
+    // A live frame's height follows its page (same origin), so the lesson reads on without a gap.
+    fit(frame) {
+      const size = () => {
+        try {
+          const h = frame.contentDocument.documentElement.scrollHeight;
+          if (h > 0) frame.style.height = `${h + 8}px`;
+        } catch (e) { clearInterval(timer); } // (another origin: keeps its height)
+      };
+      const timer = setInterval(size, 700);
+      size();
+    },
+    controllers: CONTROLLERS,
+    nodes,
+    config,
+  };
+})();

@@ -1,0 +1,104 @@
+"""The served lesson in Chromium (kvviz/export/routes.py): the browser plays the recordings of the
+server's own engine, and only what no recording holds reaches the server, live.
+
+Every scripted action here is checked against what the live engine shows for that state, and
+none of them opens a websocket or sends a request; with the network to the server cut after
+the page loaded, every scripted action still works and a typed question says why it can't run.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from kvviz.nodes.fragmentation.state import FragmentationState
+
+pytestmark = pytest.mark.ui
+
+
+@pytest.fixture(scope="module")
+def recorded(served):
+    served.wait_for_recordings()
+    return served.base
+
+
+def metric(page, label: str):
+    return page.locator(f'.kv-metric[data-label="{label}"] .kv-value').first
+
+
+def open_lesson(page, base: str, query: str = ""):
+    """The student's address (/), redirected to the recorded lesson; every node registered."""
+    traffic = {"ws": [], "requests": []}
+    page.on("websocket", lambda ws: traffic["ws"].append(ws.url))
+    page.goto(base + query)
+    for key in ("Fragmentation", "Paging", "Radix"):
+        page.wait_for_function(f"document.documentElement.dataset.kvReady{key} === '1'")
+    page.on("request", lambda r: traffic["requests"].append(r.url))  # (after the page loaded)
+    return traffic
+
+
+def test_scripted_actions_play_in_the_browser_with_nothing_sent(page, recorded):
+    traffic = open_lesson(page, recorded)
+    assert "/lesson/" in page.url
+    expect(page.locator(".kv-recording").first).to_contain_text("Recorded from this server's engine")
+    expect(metric(page, "IN USE")).to_have_text("12 / 32 · 38%")
+    page.get_by_role("button", name="Free R2").first.click()
+    expect(metric(page, "LARGEST GAP")).to_have_text("8 / 16 free")
+    page.get_by_role("slider", name=re.compile("Reserved length")).first.press("ArrowUp")
+    nine = FragmentationState(reserve=9)  # what the live engine shows at 9, R2 freed
+    nine.free_r2()
+    expect(metric(page, "RESERVED · EMPTY")).to_have_text(f"{nine.snapshot.metrics.blocks_reserved_empty} blk")
+    page.get_by_role("button", name="⟲ Rewind").first.click()
+    expect(page.locator(".kv-step").first).to_contain_text("step 0")
+    page.get_by_role("button", name="Step ▶").first.click()
+    expect(page.locator(".kv-step").first).to_contain_text("step 1")
+    page.get_by_role("checkbox", name="Prefix sharing").check()
+    expect(metric(page, "BLOCKS STORED")).to_have_text("18 blk")
+    # The address bar holds the state (the live lesson's own parameters): a copied link restores it.
+    expect(page).to_have_url(re.compile(r"reserve=9.*sharing=1"))
+    # Nothing reached the server's engine: no websocket, no request but a library's stylesheet
+    # (fetched once when a component first draws: a static, cacheable file).
+    assert traffic["ws"] == []
+    assert [u for u in traffic["requests"] if "/lesson/static/" not in u] == []
+    assert page.kv_errors == []
+
+
+def test_a_link_opens_on_its_recorded_state(page, recorded):
+    open_lesson(page, recorded, "?reserve=12&free_r2=1&sharing=1")
+    twelve = FragmentationState(reserve=12)
+    twelve.free_r2()
+    expect(metric(page, "LARGEST GAP")).to_have_text(
+        f"{twelve.snapshot.metrics.largest_free_run} / {twelve.snapshot.metrics.blocks_free} free")
+    expect(metric(page, "BLOCKS STORED")).to_have_text("18 blk")
+    expect(page.locator(".kv-live-frame")).to_have_count(0)  # (nothing live: all recorded)
+
+
+def test_network_cut_scripted_actions_still_work_and_a_question_says_why_not(page, recorded):
+    traffic = open_lesson(page, recorded)
+    page.route("**/*", lambda r: r.abort())  # the server is gone (Wi-Fi dropped)
+    page.get_by_role("checkbox", name="Prefix sharing").check()
+    expect(metric(page, "SAVED")).to_have_text("50%")
+    page.get_by_role("button", name="Free R2").first.click()
+    expect(metric(page, "LARGEST GAP")).to_have_text("8 / 16 free")
+    box = page.get_by_role("textbox", name=re.compile("Your question")).first
+    box.fill("What is a page?")
+    box.press("Enter")
+    expect(page.locator(".kv-live-error")).to_contain_text("could not be reached")
+    expect(metric(page, "SAVED")).to_have_text("50%")  # (the recording still shows and plays)
+    # The network back: the same question now continues the node live, from the state it was at.
+    page.unroute("**/*")
+    box.fill("What is a page of memory?")
+    box.press("Enter")
+    expect(page.locator(".kv-live-note").first).to_contain_text("Live")
+    frame = page.frame_locator("iframe.kv-live-frame")
+    expect(frame.locator('.kv-metric[data-label="BLOCKS STORED"] .kv-value')).to_have_text("21 blk")
+    assert len(traffic["ws"]) == 1 and "node=radix" in traffic["ws"][0] and "sharing=1" in traffic["ws"][0]
+
+
+def test_a_state_no_recording_holds_continues_live(page, recorded):
+    open_lesson(page, recorded, "?op=release")
+    frame = page.frame_locator("iframe.kv-live-frame")
+    expect(frame.locator(".kv-metric").first).to_be_visible()
+    expect(page.locator(".kv-live-note").first).to_contain_text("Live")
