@@ -133,12 +133,23 @@ def nginx_config(run_dir: Path, address: str, port: int, backend_ports: list[int
         "BOKEH_STATIC": str(bokeh / "server" / "static") if bokeh else "/nonexistent",
         "PANEL_DIST": str(panel / "dist") if panel else "/nonexistent",
         "ASSETS": str(app_root / "assets"),
+        "RECORDINGS": str(recordings_dir()),
         "DEPLOY": str(HERE),
         "MAX_PAGE_BUILDS": str(PAGE_BUILDS_PER_BACKEND * len(hosts)),
         "STATUS_PORT": str(status_port),
     })
     proxy = render(PROXY_TEMPLATE.read_text(), {"TRIES": str(len(hosts))})
     return main, proxy
+
+
+def recordings_dir() -> Path:
+    """This code's recorded lesson (kvviz/export/cache.py), made by the first backend that starts:
+    nginx serves its files from disk once they are there."""
+    if str(HERE.parent) not in sys.path:
+        sys.path.insert(0, str(HERE.parent))
+    from kvviz.export import cache
+
+    return cache.cache_root() / cache.key()
 
 
 def split_origins(allow: str) -> list[str]:
@@ -153,6 +164,7 @@ def backend_command(port: int, origins: list[str], session_lifetime_ms: int, che
                     address: str = "127.0.0.1", apps: tuple[str, ...] = APPS) -> list[str]:
     cmd = [sys.executable, "-m", "panel", "serve", *apps, "--port", str(port), "--address", address,
            "--num-procs", "1", "--static-dirs", "assets=./assets", "--use-xheaders",
+           "--plugins", "kvviz.export.routes",  # (/: the recorded lesson, played in the browser)
            "--unused-session-lifetime", str(session_lifetime_ms),
            "--check-unused-sessions", str(check_sessions_ms)]
     for origin in origins:
@@ -203,7 +215,7 @@ def lan_addresses() -> list[str]:
     return [a for a in dict.fromkeys(found) if "." in a and not a.startswith("127.")]
 
 
-def student_urls(address: str, port: int, page: str = "app") -> list[str]:
+def student_urls(address: str, port: int, page: str = "") -> list[str]:
     wildcard = address in ("0.0.0.0", "::", "")
     hosts = (lan_addresses() or ["localhost"]) if wildcard else [address]
     return [f"http://{h}:{port}/{page}" for h in hosts]
@@ -447,7 +459,7 @@ class ClassServer:
         print(f"kvviz class server: {len(self.backends)} backend(s) `panel serve app.py` on 127.0.0.1:{first}"
               f"{f'-{last}' if last != first else ''}, nginx on {listen_spec(a.address or '0.0.0.0', a.port)}",
               flush=True)
-        print("Students open:", flush=True)
+        print("Students open (the lesson plays in their browsers; their own prompts run here, live):", flush=True)
         for url in student_urls(a.address, a.port):
             print(f"    {url}", flush=True)
         print(self.teacher, flush=True)

@@ -388,3 +388,26 @@ def test_a_killed_backends_students_go_to_another_and_it_is_restarted(server):
                 pass  # not listening yet
         time.sleep(1)
     pytest.fail("the killed backend was not restarted")
+
+
+@pytest.mark.timeout(900)
+def test_students_address_serves_the_recorded_lesson_from_disk(server):
+    """/ sends a student to the recorded lesson once it is made (at the first start, in the
+    background: until then to the live /app); nginx serves its files from disk, not a backend."""
+    import json
+    import time
+
+    _s, port, _state = server
+    deadline = time.monotonic() + 600
+    while True:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/lesson-status", timeout=30) as r:
+            if json.loads(r.read())["ready"]:
+                break
+        assert time.monotonic() < deadline, "the recordings were not made in 10 minutes"
+        time.sleep(2)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/?reserve=12", timeout=30) as r:
+        assert r.url.endswith("/lesson/?reserve=12")
+        assert "Recorded from this server" in r.read().decode()
+        assert r.headers.get("X-Kvviz-Backend") is None  # (nginx read it from disk)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/lesson/static/js/bokeh.min.js", timeout=30) as r:
+        assert r.status == 200 and r.headers.get("X-Kvviz-Backend") is None
