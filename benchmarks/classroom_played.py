@@ -1,0 +1,239 @@
+"""A class on the served lesson as it is now: the browser plays the recordings, the server runs
+only what is new (kvviz/export/routes.py).
+
+    python -m benchmarks.classroom_played [--students 120] [--arrive-s 20] [--typers 12]
+                                          [--backends 2] [--probes 2] [--fresh] [--json PATH]
+
+It starts `make class`'s server (deploy/class_server.py: nginx in front of BACKENDS single-process
+`panel serve` backends) on loopback and measures, on this machine:
+
+1. recordings: seconds from the server's start until its recorded lesson is ready (`--fresh`: in
+   an empty cache, as on a first start; else whatever this code's cache holds);
+2. arrival: STUDENTS protocol students, each from its own loopback address (127.1.x.y), arriving
+   spread over ARRIVE_S seconds, open the student's address `/` as a browser's first visit
+   does (the redirect, the page, every script and stylesheet it links, nothing cached): ready
+   page = all of it received; a 503 (busy) counts as a busy page;
+3. live: TYPERS of them, meanwhile, ask their own question, which no recording holds: the node
+   continues live (`/app?node=radix&sharing=1&op=ask:...`, as the player opens it): the time to
+   the live node's document with the engine's answer in it;
+4. in Chromium (PROBES pages, acting for real, during the arrival): each scripted action (Free
+   R2, Reset, the slider, Step, Step back, Prefix sharing) from the click to the changed number
+   on screen; every websocket the page opens; Play's pace (steps per second against the
+   nominal 4); scrolling to node 03: the time until its strip is on screen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from datetime import datetime
+
+from benchmarks.classroom import Student, http_get, page_resources, percentile, source_address
+from benchmarks.classroom_server import StartedServer
+
+QUESTIONS = ["What is a page?", "Why share a prefix?", "What is a block?", "When is a block freed?",
+             "What does the cache hold?", "What is eviction?", "Why are pages small?", "What is a token?",
+             "What is prefill?", "What is decode?", "Who owns a block?", "What is a radix tree?"]
+
+
+def summary(values: list[float], scale: float = 1.0) -> dict:
+    if not values:
+        return {"n": 0}
+    return {"n": len(values), "p50": round(statistics.median(values) * scale, 3),
+            "p95": round(percentile(values, 95) * scale, 3), "max": round(max(values) * scale, 3)}
+
+
+async def first_visit(host: str, port: int, source: str) -> dict:
+    """`/`, its redirect, the page and everything it links, from `source`, nothing cached."""
+    t0 = time.perf_counter()
+    status, headers, _ = await http_get(host, port, "/", source)
+    path = urllib.parse.urlsplit(headers.get("location", "/")).path if status == 302 else "/"
+    if not path.startswith("/"):
+        path = "/" + path
+    status, headers, body = await http_get(host, port, path, source)
+    if status != 200:
+        return {"status": status, "busy": status == 503, "s": time.perf_counter() - t0}
+    page = body.decode("utf-8", "replace")
+    sem = asyncio.Semaphore(6)  # (a browser's connections per host)
+
+    async def fetch(p):
+        async with sem:
+            st, h, _b = await http_get(host, port, p, source)
+            return st, int(h["wire_bytes"])
+
+    got = await asyncio.gather(*(fetch(p) for p in page_resources(page, path)))
+    bad = [p for p, (st, _n) in zip(page_resources(page, path), got, strict=True) if st != 200]
+    return {"status": 200, "busy": False, "s": time.perf_counter() - t0, "path": path, "files": len(got) + 1, "bad": bad[:3],
+            "failed": sum(1 for s, _n in got if s != 200), "bytes": int(headers["wire_bytes"]) + sum(n for _s, n in got)}
+
+
+async def live_question(base: str, i: int, source: str) -> dict:
+    q = urllib.parse.urlencode([("node", "radix"), ("sharing", "1"), ("op", f"ask:{QUESTIONS[i % len(QUESTIONS)]}")])
+    student = Student(index=i, url=f"{base}/app?{q}", source=source)
+    info = await student.open(fetch_static=False)
+    await student.close()
+    return info
+
+
+async def crowd(host: str, port: int, students: int, arrive_s: float, typers: int) -> tuple[list, list]:
+    rng = random.Random(7)
+    arrivals = sorted(rng.uniform(0, arrive_s) for _ in range(students))
+    typing = set(rng.sample(range(students), min(typers, students)))
+    t_start = time.perf_counter()
+
+    async def one(i: int, at: float):
+        await asyncio.sleep(max(0.0, at - (time.perf_counter() - t_start)))
+        visit = await first_visit(host, port, source_address(i))
+        live = None
+        if i in typing:
+            await asyncio.sleep(rng.uniform(1, 5))  # (reads, then types)
+            live = await live_question(f"http://{host}:{port}", i, source_address(i))
+        return visit, live
+
+    results = await asyncio.gather(*(one(i, at) for i, at in enumerate(arrivals)))
+    return [v for v, _ in results], [lv for _, lv in results if lv is not None]
+
+
+def chromium_probe(base: str, out: dict, actions: int = 24) -> None:
+    """One student in Chromium, acting for real (run in a thread while the crowd arrives)."""
+    from playwright.sync_api import sync_playwright
+
+    from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS
+
+    def metric(page, label):
+        return page.locator(f'.kv-metric[data-label="{label}"] .kv-value').first
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        sockets = []
+        page.on("websocket", lambda ws: sockets.append(ws.url))
+        t0 = time.perf_counter()
+        page.goto(base + "/")
+        for key in ("Fragmentation", "Paging", "Radix"):
+            page.wait_for_function(f"document.documentElement.dataset.kvReady{key} === '1'", timeout=120_000)
+        out["ready_s"] = time.perf_counter() - t0
+        page.evaluate("""() => { for (const kind of ['pointerdown', 'keydown'])
+            document.addEventListener(kind, () => { window.kvT0 = performance.now(); }, true); }""")
+        clicks = []
+        plan = [("button", "Free R2", "LARGEST GAP"), ("button", "Reset", "LARGEST GAP"),
+                ("slider+", "Reserved length", "RESERVED · EMPTY"), ("slider-", "Reserved length", "RESERVED · EMPTY"),
+                ("button", "◀ Step back", "IN USE"), ("button", "Step ▶", "IN USE"),
+                ("check", "Prefix sharing", "BLOCKS STORED"), ("uncheck", "Prefix sharing", "BLOCKS STORED")]
+        for k in range(actions):
+            kind, name, label = plan[k % len(plan)]
+            before = metric(page, label).inner_text()
+            handle = metric(page, label).element_handle()
+            if kind == "button":
+                target = page.get_by_role("button", name=name).first
+            elif kind.startswith("slider"):
+                target = page.get_by_role("slider", name=name).first
+            else:
+                target = page.get_by_role("checkbox", name=name).first
+            target.scroll_into_view_if_needed()
+            if kind == "slider+":
+                target.press("ArrowUp")
+            elif kind == "slider-":
+                target.press("ArrowDown")
+            else:
+                target.click()
+            try:  # (from the click's event in the page to the frame that shows the new number)
+                ms = page.wait_for_function(
+                    """([el, before]) => el.textContent.trim() !== before.trim()
+                         && performance.now() - window.kvT0""", arg=[handle, before], polling="raf", timeout=10_000)
+                clicks.append(ms.json_value() / 1000)
+            except Exception:  # noqa: BLE001 (an action that changed nothing: e.g. Step at the end)
+                out.setdefault("unchanged", 0)
+                out["unchanged"] = out.get("unchanged", 0) + 1
+        out["clicks_s"] = clicks
+        # Play's pace: node 01 from its start, until step 30 (nominal 250 ms a step)
+        page.get_by_role("button", name="⟲ Rewind").first.click()
+        t = time.perf_counter()
+        page.get_by_role("button", name="▶ Play").first.click()
+        page.wait_for_function(
+            """() => { const f = (r) => { for (const el of r.querySelectorAll('*')) {
+                 if (el.classList && el.classList.contains('kv-step') && el.dataset.node === 'fragmentation') return el;
+                 if (el.shadowRoot) { const x = f(el.shadowRoot); if (x) return x; } } return null; };
+               const el = f(document); return el && /step (3\\d)/.test(el.textContent); }""",
+            polling="raf", timeout=60_000)
+        out["play_steps_per_s"] = 30 / (time.perf_counter() - t)
+        # Everyone scrolls to node 03 at the teacher's word: until its strip is on screen
+        t = time.perf_counter()
+        page.get_by_role("checkbox", name="Prefix sharing").first.scroll_into_view_if_needed()
+        page.locator(".kv-metric[data-label='BLOCKS STORED']").first.wait_for(state="visible")
+        out["scroll_s"] = time.perf_counter() - t
+        out["websockets"] = sockets
+        browser.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.classroom_played", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--students", type=int, default=120)
+    ap.add_argument("--arrive-s", type=float, default=20.0)
+    ap.add_argument("--typers", type=int, default=12)
+    ap.add_argument("--backends", type=int, default=2)
+    ap.add_argument("--probes", type=int, default=2)
+    ap.add_argument("--port", type=int, default=5390)
+    ap.add_argument("--fresh", action="store_true", help="record in an empty cache (a first start)")
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args(argv)
+    env_before = dict(os.environ)
+    if a.fresh:
+        os.environ["KVVIZ_CACHE"] = tempfile.mkdtemp(prefix="kvviz-cache-")
+    os.environ.setdefault("KVVIZ_DB", os.path.join(tempfile.mkdtemp(prefix="kvviz-class-"), "class.db"))
+    load = os.getloadavg()
+    t_start = time.perf_counter()
+    result: dict = {"date": datetime.now().isoformat(timespec="seconds"), "load_before": [round(x, 2) for x in load],
+                    "cores": os.cpu_count(), "config": vars(a)}
+    try:
+        with StartedServer(a.port, backends=a.backends, base_port=a.port + 1):
+            result["server_up_s"] = round(time.perf_counter() - t_start, 1)
+            base = f"http://127.0.0.1:{a.port}"
+            while True:
+                with urllib.request.urlopen(base + "/lesson-status", timeout=30) as r:
+                    if json.loads(r.read())["ready"]:
+                        break
+                time.sleep(0.5)
+            result["recordings_ready_s"] = round(time.perf_counter() - t_start, 1)
+            probes = [{} for _ in range(a.probes)]
+            threads = [threading.Thread(target=chromium_probe, args=(base, out)) for out in probes]
+            for t in threads:
+                t.start()
+            visits, lives = asyncio.run(crowd("127.0.0.1", a.port, a.students, a.arrive_s, a.typers))
+            for t in threads:
+                t.join()
+    finally:
+        os.environ.clear()
+        os.environ.update(env_before)
+    ok = [v["s"] for v in visits if v["status"] == 200]
+    result["arrival"] = {**summary(ok), "busy": sum(v["busy"] for v in visits),
+                         "failed": sum(1 for v in visits if v["status"] != 200 or v.get("failed")),
+                         "bytes_per_student": statistics.median([v["bytes"] for v in visits if v["status"] == 200] or [0])}
+    result["live_question"] = {**summary([lv["ready_s"] for lv in lives if "ready_s" in lv]),
+                               "errors": [lv["error"] for lv in lives if "error" in lv]}
+    clicks = [c for p in probes for c in p.get("clicks_s", [])]
+    result["chromium"] = {"ready_s": [round(p.get("ready_s", float("nan")), 2) for p in probes],
+                          "click_ms": summary(clicks, 1000), "unchanged": sum(p.get("unchanged", 0) for p in probes),
+                          "play_steps_per_s": [round(p.get("play_steps_per_s", float("nan")), 2) for p in probes],
+                          "scroll_to_node_s": [round(p.get("scroll_s", float("nan")), 3) for p in probes],
+                          "websockets": sum(len(p.get("websockets", [])) for p in probes)}
+    text = json.dumps(result, indent=2)
+    print(text)
+    if a.json:
+        with open(a.json, "w") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
