@@ -9,6 +9,7 @@ missing; a server that is installed but does not start is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -81,10 +82,8 @@ class Cluster:
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
 
     def remove(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # (not running)
             self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
-        except RuntimeError:
-            pass  # (not running)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def url(self, database: str = "postgres", host: str = HOSTS[0]) -> str:
