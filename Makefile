@@ -3,7 +3,8 @@
 #                 teacher page at /teacher (its passphrase is printed at start)
 #   make test     set up (first time) and run every test, browser tests included
 # Both create a virtual environment in .venv; nothing is installed system-wide except
-# Debian's Chromium for the browser tests (installed with apt-get when missing, as root).
+# Debian's Chromium for the browser tests and Debian's PostgreSQL for the hand-in storage tests
+# (installed with apt-get when missing, as root).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -13,7 +14,7 @@ PROCS ?= 1
 ALLOW ?= localhost:$(PORT)
 BIN = $(VENV)/bin
 
-.PHONY: lesson test bench chromium clean export class nginx vllm vllm-venv vllm-test-setup
+.PHONY: lesson test bench chromium postgres clean export class backends nginx vllm vllm-venv vllm-test-setup
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +51,15 @@ class: $(VENV)/.lesson-installed nginx
 	BOKEH_VALIDATE_DOC=false $(BIN)/python deploy/class_server.py --address '$(CLASS_ADDRESS)' \
 		--port $(PORT) --allow '$(CLASS_ALLOW)' --backends $(BACKENDS) $(foreach u,$(UPSTREAM),--upstream $(u))
 
+# make backends: only the backends of `make class`, for another machine of a lecture hall (the
+# machine students open runs `make class UPSTREAM=...`, which prints this command for each extra
+# machine): BACKENDS single-process `panel serve` on 0.0.0.0:BASE_PORT+i, hand-ins into KVVIZ_DB
+# (a postgresql:// URL shared by every machine; see deploy/README.md). Ctrl-C stops them.
+BASE_PORT ?= 5100
+backends: $(VENV)/.lesson-installed
+	BOKEH_VALIDATE_DOC=false $(BIN)/python deploy/class_server.py --backends-only --backend-address 0.0.0.0 \
+		--base-port $(BASE_PORT) --allow '$(CLASS_ALLOW)' --backends $(BACKENDS)
+
 # Debian's nginx for `make class`, installed with apt-get when missing (as root). Only the binary is
 # used: the class server runs its own nginx with its own configuration; the system service that the
 # package would start is stopped and disabled when this installs it.
@@ -70,7 +80,17 @@ chromium:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 		else echo "The browser tests need Debian's Chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
 
-test: $(VENV)/.test-installed chromium vllm-test-setup
+# Debian's PostgreSQL server for the hand-in storage tests (tests/postgres_support.py starts a
+# throwaway cluster of its own on a free port) and for a class's shared store on the machine that
+# holds it (deploy/README.md); installed with apt-get when missing (as root). Where systemd runs,
+# the service that the package starts is stopped and disabled: the tests need only the binaries.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null \
+			&& { ! command -v systemctl >/dev/null 2>&1 || systemctl disable --now postgresql >/dev/null 2>&1 || true; }; \
+		else echo "The hand-in storage tests need Debian's PostgreSQL: sudo apt-get install -y postgresql" >&2; exit 1; fi; }
+
+test: $(VENV)/.test-installed chromium postgres vllm-test-setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 

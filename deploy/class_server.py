@@ -9,10 +9,12 @@ the same process (`panel serve --num-procs` cannot promise that: the GET and the
 reach different processes and the page is built twice). A backend that dies is left out by nginx
 (its students go to another, which rebuilds their page from the URL) and restarted here.
 
-Hand-ins: every backend writes students' hand-ins into one SQLite file (KVVIZ_DB, default
+Hand-ins: every backend writes students' hand-ins into one store (KVVIZ_DB: a SQLite file, default
 ./kvviz-class.db in the directory this is started from, passed to the backends as an absolute
-path), so the teacher page (/teacher, on whichever backend the teacher reaches) sees the whole
-class. Its passphrase (KVVIZ_TEACHER_KEY, else generated once and stored in that file) is printed
+path; or, for backends on several machines, a postgresql:// URL that all of them are given), so
+the teacher page (/teacher, on whichever backend the teacher reaches) sees the whole class. With
+--upstream, it prints the command each extra machine runs (class_machines.py) and waits for their
+backends to answer before announcing the students' address. Its passphrase (KVVIZ_TEACHER_KEY, else generated once and stored in that file) is printed
 at start by `python -m kvviz.handin.key`.
 
 Everything runs in the foreground and stops together on Ctrl-C (or SIGTERM/SIGHUP). nginx runs as
@@ -49,6 +51,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # (deploy/class_status.py, beside this script)
+import class_machines as machines  # noqa: E402
 import class_status as status  # noqa: E402
 
 ROOT = HERE.parent
@@ -221,9 +224,11 @@ def student_urls(address: str, port: int, page: str = "") -> list[str]:
     return [f"http://{h}:{port}/{page}" for h in hosts]
 
 
-def class_db(environ=os.environ) -> Path:
-    """The hand-ins' database, absolute (the backends run in the app's directory)."""
-    return Path(environ.get("KVVIZ_DB") or "kvviz-class.db").expanduser().resolve()
+def class_db(environ=os.environ) -> Path | str:
+    """The hand-ins' database: a postgresql:// URL as given (shared by every machine), else the
+    file's absolute path (the backends run in the app's directory)."""
+    value = (environ.get("KVVIZ_DB") or "").strip() or "kvviz-class.db"
+    return value if machines.is_url(value) else Path(value).expanduser().resolve()
 
 
 def teacher_line(app_root: Path, env: dict, url: str) -> str:
@@ -296,6 +301,11 @@ class ClassServer:
     def check(self) -> str | None:
         """The nginx binary; exits with a message on anything that would stop the start."""
         a = self.args
+        for upstream in a.upstream:
+            try:
+                machines.split_hostport(upstream)
+            except ValueError as e:
+                sys.exit(f"class server: {e}")
         nginx = a.nginx or find_nginx()
         if not nginx and not a.backends_only:
             sys.exit("class server: nginx is not installed. `make class` installs it as root; "
@@ -405,7 +415,7 @@ class ClassServer:
             "pid": os.getpid(), "started": self.started, "ready": self.ready,
             "address": a.address, "port": a.port, "url": f"http://127.0.0.1:{a.port}/app",
             "student_urls": student_urls(a.address, a.port), "allow": self.origins,
-            "teacher_url": f"http://127.0.0.1:{a.port}/teacher", "db": str(class_db()),
+            "teacher_url": f"http://127.0.0.1:{a.port}/teacher", "db": machines.shown(class_db()),
             "run_dir": str(self.run_dir), "app_root": str(self.app_root),
             "access_log": str(self.run_dir / "access.log"), "nginx_error_log": str(self.run_dir / "nginx-error.log"),
             "nginx_pid": self.nginx.pid if self.nginx else None,
@@ -449,8 +459,11 @@ class ClassServer:
             for host in (lan_addresses() if a.backend_address in ("0.0.0.0", "") else [a.backend_address]):
                 for p in self.ports:
                     print(f"    server {host}:{p} max_fails=1 fail_timeout={a.fail_timeout}s;", flush=True)
-            print(f"Hand-ins made through these backends go to {class_db()} on this machine, not to the front "
-                  f"machine's. {self.teacher}", flush=True)
+            db = class_db()
+            print(f"Hand-ins made through these backends go to the shared database {machines.shown(db)}. "
+                  if machines.is_url(db) else f"Hand-ins made through these backends go to {db} on this machine, "
+                  "not to the front machine's: set KVVIZ_DB=postgresql://... (deploy/README.md). ", end="", flush=True)
+            print(self.teacher, flush=True)
             print(f"Logs: {self.run_dir}. Ctrl-C stops everything.", flush=True)
             while not self.stopping:
                 self.check_children()
@@ -459,6 +472,8 @@ class ClassServer:
         print(f"kvviz class server: {len(self.backends)} backend(s) `panel serve app.py` on 127.0.0.1:{first}"
               f"{f'-{last}' if last != first else ''}, nginx on {listen_spec(a.address or '0.0.0.0', a.port)}",
               flush=True)
+        if a.upstream:
+            self.announce_upstreams()
         print("Students open (the lesson plays in their browsers; their own prompts run here, live):", flush=True)
         for url in student_urls(a.address, a.port):
             print(f"    {url}", flush=True)
@@ -469,6 +484,26 @@ class ClassServer:
         while not self.stopping:
             self.check_children()
             time.sleep(0.5)
+
+    def announce_upstreams(self) -> None:
+        """The command each extra machine runs, then wait (up to --upstream-wait s) for each of
+        their backends to answer, saying which do not (nginx leaves those out until they do)."""
+        a, db = self.args, class_db()
+        front = (lan_addresses() or ["127.0.0.1"])[0] if a.address in ("0.0.0.0", "", "::") else a.address
+        print("On each extra machine, in its kvviz checkout (backends only, writing to the same store):", flush=True)
+        for host, cmd in machines.commands(a.upstream, db, front, self.origins):
+            print(f"    {host}:  {cmd}", flush=True)
+        if not machines.is_url(db):
+            print(f"class server: hand-ins go to {db}, a file on this machine: those made through the other "
+                  "machines' backends will not reach this teacher page. Share one store: "
+                  "KVVIZ_DB=postgresql://USER:PASSWORD@HOST:5432/DATABASE (deploy/README.md).", file=sys.stderr, flush=True)
+        print(f"Waiting up to {a.upstream_wait} s for the extra machines' backends to answer:", flush=True)
+        result = machines.wait_for(a.upstream, a.upstream_wait, lambda line: print(line, flush=True),
+                                   stop=lambda: self.stopping)
+        for upstream, why in result.items():
+            if why is not None:
+                print(f"class server: {upstream} does not answer ({why}); nginx sends its students to the other "
+                      "backends until it does", file=sys.stderr, flush=True)
 
     # -- stop -------------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -509,6 +544,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="nginx leaves a backend that refused a connection out for S seconds (default 10)")
     p.add_argument("--upstream", action="append", default=[], metavar="HOST:PORT",
                    help="a backend on another machine (run there with --backends-only) for nginx here (repeatable)")
+    p.add_argument("--upstream-wait", type=int, default=300, metavar="S",
+                   help="wait up to S seconds for each --upstream to answer before announcing (default 300)")
     p.add_argument("--backend-address", default="127.0.0.1",
                    help="where the backends listen (default 127.0.0.1; another machine's nginx needs e.g. 0.0.0.0)")
     p.add_argument("--backends-only", action="store_true",

@@ -85,6 +85,33 @@ def hostile() -> str:
     return HOSTILE
 
 
+# -- the class database: a SQLite file, or a database on a throwaway PostgreSQL (postgres_support.py)
+@pytest.fixture(scope="session")
+def postgres():
+    """The test session's PostgreSQL cluster (started on first use, removed at the end)."""
+    import postgres_support
+
+    cluster = postgres_support.cluster()
+    yield cluster
+    cluster.remove()
+
+
+@pytest.fixture
+def postgres_db(postgres):
+    """A new, empty database on the session's PostgreSQL (dropped after the test): its name."""
+    name = postgres.create_database()
+    yield name
+    postgres.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def class_db(request, tmp_path) -> str:
+    """Where a test's Store keeps the class: a new SQLite file, or a new PostgreSQL database (URL)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "class.db")
+    return request.getfixturevalue("postgres").url(request.getfixturevalue("postgres_db"))
+
+
 # -- the lesson's node states (tests/test_kvviz_*.py) ----------------------------------------
 @pytest.fixture
 def frag():

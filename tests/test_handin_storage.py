@@ -1,12 +1,15 @@
-"""The hand-ins' storage (kvviz/handin/storage.py) and model: one SQLite file shared by many
-processes. Concurrent writers from several processes, persistence across a killed writer, and
-bad input. Standard library and the storage only: no server, no Panel."""
+"""The hand-ins' storage (kvviz/handin/storage.py) and model: one database shared by many
+processes, a SQLite file or PostgreSQL (a throwaway cluster, tests/postgres_support.py); every
+storage test runs on both (the `class_db` fixture: a file path or a postgresql:// URL).
+Concurrent writers from several processes, persistence across a killed writer, and bad input.
+The storage only: no server, no Panel."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
 import signal
+import socket
 import sqlite3
 import stat
 
@@ -14,9 +17,9 @@ import pytest
 
 from kvviz.handin import model, storage
 from kvviz.handin.model import MAX_ANSWER, MAX_ITEMS, MAX_NAME, HandIn, RateLimit
-from kvviz.handin.storage import Store, StoreFull
+from kvviz.handin.storage import Store, StoreError, StoreFull
 
-CTX = mp.get_context("fork")  # (the children use only sqlite3: no torch after the fork)
+CTX = mp.get_context("fork")  # (the children use only the storage: no torch after the fork)
 
 
 def sid(i: int) -> str:
@@ -28,8 +31,8 @@ def handin(i: int, name: str | None = None, **fields) -> HandIn:
 
 
 # -- one process ----------------------------------------------------------------------------------
-def test_save_then_save_again_updates_the_same_hand_in(tmp_path):
-    store = Store(tmp_path / "class.db")
+def test_save_then_save_again_updates_the_same_hand_in(class_db):
+    store = Store(class_db)
     first = store.save(handin(1, answer="first"), now=100.0)
     assert (first.created_at, first.updated_at, first.submissions) == (100.0, 100.0, 1)
     again = store.save(handin(1, name="Ada", answer="second"), now=160.0)
@@ -38,21 +41,21 @@ def test_save_then_save_again_updates_the_same_hand_in(tmp_path):
     assert store.get(sid(1)) == again and store.get(sid(2)) is None
 
 
-def test_every_field_round_trips(tmp_path):
-    store = Store(tmp_path / "class.db")
+def test_every_field_round_trips(class_db):
+    store = Store(class_db)
     h = HandIn.make(sid(7), "Ada", "line one\nline two", checks=[{"key": "k", "question": "q?", "typed": "3",
                                                                    "feedback": "Right", "right": True}],
                     predictions=[{"node": "paging", "question": "p?", "predicted": "more", "outcome": "fewer",
                                   "right": False}],
                     query="?reserve=12&add=Pages+fit%21", metrics={"fragmentation": {"IN USE": "8 / 32 · 25%"}})
     stored = store.save(h)
-    got = Store(tmp_path / "class.db").get(sid(7))  # (a second store: another connection)
+    got = Store(class_db).get(sid(7))  # (a second store: another connection)
     assert got == stored and got.checks == h.checks and got.predictions == h.predictions
     assert got.link() == "app?reserve=12&add=Pages+fit%21"
 
 
-def test_revision_counts_every_write_and_clear_keeps_later_hand_ins(tmp_path):
-    store = Store(tmp_path / "class.db")
+def test_revision_counts_every_write_and_clear_keeps_later_hand_ins(class_db):
+    store = Store(class_db)
     assert store.revision() == 0
     store.save(handin(1))
     store.save(handin(2))
@@ -62,6 +65,11 @@ def test_revision_counts_every_write_and_clear_keeps_later_hand_ins(tmp_path):
     assert store.clear(up_to=seen) == 2
     assert [h.student_id for h in store.handins()] == [sid(3)] and store.revision() == 4
     assert store.clear() == 1 and store.count() == 0
+
+
+def test_reading_an_empty_database_finds_nothing(class_db):
+    store = Store(class_db)
+    assert (store.revision(), store.handins(), store.get(sid(1)), store.count(), store.clear()) == (0, [], None, 0, 0)
 
 
 def test_reading_a_missing_database_finds_nothing_and_creates_nothing(tmp_path):
@@ -82,13 +90,16 @@ def test_the_path_comes_from_the_environment_only(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert storage.db_path({}) == tmp_path / "kvviz-class.db"
     assert storage.db_path({"KVVIZ_DB": "sub/x.db"}) == tmp_path / "sub" / "x.db"
-    with pytest.raises(sqlite3.Error, match="no directory"):
+    with pytest.raises(StoreError, match="no directory"):
         Store(tmp_path / "sub" / "x.db").save(handin(1))
+    url = "postgresql://kvviz:secret@10.0.0.5:5432/class"
+    assert storage.db_path({"KVVIZ_DB": f"  {url} "}) == url
+    assert Store(url).where == "postgresql://kvviz:***@10.0.0.5:5432/class" and Store(url).path is None
 
 
-def test_a_full_class_refuses_new_students_but_updates_known_ones(tmp_path, monkeypatch):
+def test_a_full_class_refuses_new_students_but_updates_known_ones(class_db, monkeypatch):
     monkeypatch.setattr(storage, "MAX_HANDINS", 2)
-    store = Store(tmp_path / "class.db")
+    store = Store(class_db)
     store.save(handin(1))
     store.save(handin(2))
     with pytest.raises(StoreFull):
@@ -135,8 +146,8 @@ def test_metrics_are_short_text_or_nothing():
     assert HandIn.make(sid(1), "Ada", metrics="not a dict").metrics == {}
 
 
-def test_the_storage_refuses_a_hand_in_that_make_would_not_produce(tmp_path, hostile):
-    store = Store(tmp_path / "class.db")
+def test_the_storage_refuses_a_hand_in_that_make_would_not_produce(class_db, hostile):
+    store = Store(class_db)
     for bad in (HandIn(sid(1), "x" * (MAX_NAME + 1)), HandIn(sid(1), "Ada", query="javascript:x"),
                 HandIn("not-an-id", "Ada"), HandIn(sid(1), "Ada\x00"), HandIn(sid(1), ""),
                 HandIn(sid(1), "Ada", checks=({"question": hostile},))):
@@ -168,8 +179,8 @@ def _one_at_the_barrier(path: str, i: int, barrier, done) -> None:
     done.put(i)
 
 
-def test_forty_students_handing_in_at_the_same_moment_from_forty_processes_lose_nothing(tmp_path):
-    path = str(tmp_path / "class.db")
+def test_forty_students_handing_in_at_the_same_moment_from_forty_processes_lose_nothing(class_db):
+    path = class_db
     barrier, done = CTX.Barrier(40), CTX.Queue()
     procs = [CTX.Process(target=_one_at_the_barrier, args=(path, i, barrier, done)) for i in range(40)]
     for p in procs:
@@ -190,8 +201,8 @@ def _writer(path: str, w: int, rounds: int) -> None:
         assert store.revision() >= 1 and store.count() >= 1  # reads interleaved with the others' writes
 
 
-def test_writers_in_several_processes_interleave_without_losing_an_update(tmp_path):
-    path = str(tmp_path / "class.db")
+def test_writers_in_several_processes_interleave_without_losing_an_update(class_db):
+    path = class_db
     procs = [CTX.Process(target=_writer, args=(path, w, 30)) for w in range(4)]
     for p in procs:
         p.start()
@@ -211,8 +222,8 @@ def _save_then_wait(path: str, ready) -> None:
     signal.pause()  # killed here, its connection still open
 
 
-def test_a_confirmed_hand_in_survives_its_server_being_killed(tmp_path):
-    path = str(tmp_path / "class.db")
+def test_a_confirmed_hand_in_survives_its_server_being_killed(class_db):
+    path = class_db
     ready = CTX.Queue()
     p = CTX.Process(target=_save_then_wait, args=(path, ready))
     p.start()
@@ -225,10 +236,46 @@ def test_a_confirmed_hand_in_survives_its_server_being_killed(tmp_path):
     assert restarted.get(sid(9)).submissions == 2
 
 
-def test_a_forked_process_opens_its_own_connection(tmp_path):
-    store = Store(tmp_path / "class.db")
+def test_a_forked_process_opens_its_own_connection(class_db):
+    store = Store(class_db)
     store.save(handin(1))
     p = CTX.Process(target=lambda: store.save(handin(2)))
     p.start()
     p.join(60)
     assert p.exitcode == 0 and store.count() == 2
+    store.save(handin(3))  # the parent's own connection was left alone by the child
+    assert store.count() == 3 and store.revision() == 3
+
+
+# -- PostgreSQL: what a file cannot go through -------------------------------------------------------
+@pytest.mark.parametrize("url", ["mysql://kvviz:secret@db/class", "postgresql://kvviz:secret@db:notaport/class",
+                                 "postgresql://kvviz:secret@db:5432", "http://example.invalid/"])
+def test_a_database_url_that_is_not_postgresql_is_refused_with_a_sentence(url):
+    with pytest.raises(StoreError, match="KVVIZ_DB") as e:
+        Store(url)
+    assert "secret" not in str(e.value)
+
+
+def test_an_unreachable_server_is_a_store_error_that_names_it_without_its_password():
+    with socket.socket() as s:  # a port that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    store = Store(f"postgresql://kvviz:secret@127.0.0.1:{port}/class")
+    for action in (store.revision, store.handins, lambda: store.save(handin(1))):
+        with pytest.raises(StoreError, match=f"127.0.0.1:{port}/class") as e:
+            action()
+        assert "secret" not in str(e.value)
+
+
+def test_committed_hand_ins_survive_the_database_server_crashing_and_the_store_reconnects(postgres, postgres_db):
+    store = Store(postgres.url(postgres_db))
+    for i in range(5):
+        store.save(handin(i))
+    postgres.crash()  # as a power cut: no shutdown checkpoint
+    try:
+        with pytest.raises(StoreError):
+            store.save(handin(5))  # refused while it is down (the box says "try again")
+    finally:
+        postgres.start()
+    store.save(handin(5))  # the same Store, its pooled connection dead: reconnected
+    assert sorted(h.student_id for h in store.handins()) == [sid(i) for i in range(6)] and store.revision() == 6

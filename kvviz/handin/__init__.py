@@ -2,7 +2,10 @@
 sees the whole class at /teacher (docs/architecture.md, "Hand-ins").
 
     model.py        a hand-in's fields, their caps and validation; the per-session rate limit
-    storage.py      one SQLite file shared by every server process (KVVIZ_DB)
+    storage.py      the store every server process on every machine writes to (KVVIZ_DB: a
+                    SQLite file, or PostgreSQL), one SQLAlchemy Core code path for both
+    schema.py       its two tables (handins, meta)
+    database.py     KVVIZ_DB read, and the engine for a file or a postgresql:// URL
     key.py          the teacher's passphrase (KVVIZ_TEACHER_KEY, else generated once and stored
                     in the database); `python -m kvviz.handin.key` prints it
     collect.py      a hand-in read from one session's lesson states
@@ -14,5 +17,6 @@ sees the whole class at /teacher (docs/architecture.md, "Hand-ins").
                     under each node's resolved prediction; the browser's student id
     teacher_view.py the teacher page (Panel), served by teacher.py at /teacher
 
-model, storage and key use the standard library only.
+model uses the standard library only; storage, schema and database add SQLAlchemy (and psycopg
+for PostgreSQL).
 """

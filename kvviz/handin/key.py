@@ -1,4 +1,4 @@
-"""The teacher's passphrase, and `python -m kvviz.handin.key`, which prints it (standard library only).
+"""The teacher's passphrase, and `python -m kvviz.handin.key`, which prints it.
 
 KVVIZ_TEACHER_KEY, when set, is the passphrase. Otherwise one is generated the first time any
 process needs it and stored in the class database (its `meta` table), so every server process,
@@ -20,7 +20,7 @@ import secrets
 import sys
 import time
 
-from kvviz.handin.storage import Store, db_path
+from kvviz.handin.storage import Store, StoreError, db_path
 
 ENV = "KVVIZ_TEACHER_KEY"
 ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"  # no 0/o, 1/l/i: read off a projector or a terminal
@@ -71,12 +71,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--url", default="http://localhost:5006/teacher", help="the teacher page's address, to print")
     p.add_argument("--new", action="store_true", help="replace the stored passphrase with a new one")
     args = p.parse_args(argv)
-    store = Store(args.db or db_path())
-    if from_env():
-        print(f"Teacher page: {args.url} (passphrase: the one in {ENV}). Hand-ins: {store.path}", flush=True)
-        return 0
-    key = store.meta("teacher_key", generate, replace=args.new)
-    print(f"Teacher page: {args.url}  passphrase: {key}  (stored in {store.path}; "
+    try:
+        store = Store(args.db or db_path())
+        store.revision()  # (reached, and its tables made, before anything is printed)
+        if from_env():
+            print(f"Teacher page: {args.url} (passphrase: the one in {ENV}). Hand-ins: {store.where}", flush=True)
+            return 0
+        key = store.meta("teacher_key", generate, replace=args.new)
+    except StoreError as e:
+        print(f"Teacher page: {args.url}, but {e}. Hand-ins cannot be stored until it can be reached "
+              "(KVVIZ_DB: a file path, or postgresql://USER:PASSWORD@HOST:5432/DATABASE).", file=sys.stderr, flush=True)
+        return 1
+    print(f"Teacher page: {args.url}  passphrase: {key}  (stored in {store.where}; "
           f"`python -m kvviz.handin.key --new` changes it, {ENV} sets your own)", flush=True)
     return 0
 

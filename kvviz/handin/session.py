@@ -12,14 +12,13 @@ Panel here (param and the storage only).
 from __future__ import annotations
 
 import logging
-import sqlite3
 
 import param
 
 from kvviz.handin.collect import collect
 from kvviz.handin.model import MAX_NAME, STUDENT_ID, HandIn, RateLimit, clean
 from kvviz.handin.report import when
-from kvviz.handin.storage import Store, shared
+from kvviz.handin.storage import Store, StoreError, shared
 
 log = logging.getLogger("kvviz.handin")
 
@@ -63,7 +62,7 @@ class HandInSession(param.Parameterized):
         self.student_id = student_id
         try:
             mine = self._store().get(student_id)
-        except sqlite3.Error:
+        except StoreError:
             log.exception("reading a hand-in")
             return
         if mine is not None:
@@ -91,7 +90,7 @@ class HandInSession(param.Parameterized):
         except ValueError as e:  # (the class is full)
             self._say(str(e), "error", at)
             return None
-        except sqlite3.Error:
+        except StoreError:
             log.exception("saving a hand-in")
             self._say("Your hand-in could not be saved just now: try again in a moment.", "error", at)
             return None

@@ -1,18 +1,24 @@
-"""The class's hand-ins in one SQLite file, shared by every server process (standard library only).
+"""The class's hand-ins in one database that every server process, on every machine, writes to.
 
-    store = Store(db_path())          # KVVIZ_DB, else ./kvviz-class.db; never from a request
+    store = Store(db_path())          # KVVIZ_DB: a file (default ./kvviz-class.db) or postgresql://...
     store.save(HandIn.make(...))      # insert, or update the same student's hand-in
     store.revision()                  # bumped by every write: what the teacher page polls
     store.handins()                   # newest first
     store.clear(up_to=revision)       # delete what the teacher had seen
 
-Many processes write at once (`make class` runs one `panel serve` per core): the file is in WAL
-mode (readers never block the writer), every connection waits up to BUSY_TIMEOUT_MS for the
-write lock, and each write is one short `BEGIN IMMEDIATE` transaction. Each thread of each
-process has its own connection (made on first use; a forked child makes its own). Commits are
-synchronous=FULL: a hand-in the page confirmed survives a crash of the server or the machine.
-The file is created on first write, readable by its owner only; reading a missing file finds
-nothing and creates nothing.
+One code path (SQLAlchemy Core, the statements in this file) for both databases (database.py
+makes the engine; schema.py has the tables): a SQLite file on one machine, PostgreSQL when the
+class runs on several. Every write is one short transaction that first takes the write lock (on
+SQLite `BEGIN IMMEDIATE`; on PostgreSQL the row lock of the revision counter, which every write
+updates first), so writes from any number of processes and machines are serialized: none is
+lost, none doubled, and the count of a class is checked against MAX_HANDINS under the lock. A
+hand-in is validated again (`model.validate`) before every write, and every value is a bound
+parameter. Committed is durable (SQLite synchronous=FULL, PostgreSQL's own commit).
+
+Each process has its own engine (made on first use; a forked child makes its own, leaving the
+parent's connections alone). A SQLite file is created on first write, readable by its owner
+only; reading a missing file finds nothing and creates nothing. Every database error comes out
+as StoreError (a sentence naming the database, never its password).
 """
 
 from __future__ import annotations
@@ -24,49 +30,37 @@ import os
 import sqlite3
 import threading
 import time
-from pathlib import Path
 
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from kvviz.handin import schema
+from kvviz.handin.database import (
+    BUSY_TIMEOUT_MS,  # noqa: F401  (re-exported)
+    DEFAULT_DB,  # noqa: F401  (re-exported)
+    StoreError,
+    describe,
+    location,
+    make_engine,
+    server_url,
+    sqlite_file,
+)
 from kvviz.handin.model import MAX_HANDINS, HandIn, compact, validate
+from kvviz.handin.schema import FIELDS, REVISION, handins, meta
 
-DEFAULT_DB = "kvviz-class.db"
-BUSY_TIMEOUT_MS = 10_000
+db_path = location  # KVVIZ_DB: a postgresql:// URL (str), else an absolute file path (Path)
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS handins (
-    student_id  TEXT PRIMARY KEY,
-    name        TEXT NOT NULL,
-    answer      TEXT NOT NULL,
-    checks      TEXT NOT NULL,
-    predictions TEXT NOT NULL,
-    query       TEXT NOT NULL,
-    metrics     TEXT NOT NULL,
-    created_at  REAL NOT NULL,
-    updated_at  REAL NOT NULL,
-    submissions INTEGER NOT NULL,
-    rev         INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO meta (name, value) VALUES ('revision', '0');
-"""
-COLUMNS = "student_id, name, answer, checks, predictions, query, metrics, created_at, updated_at, submissions"
-
-
-def db_path(environ=os.environ) -> Path:
-    """The class database: KVVIZ_DB, else kvviz-class.db in the working directory (absolute)."""
-    return Path(environ.get("KVVIZ_DB") or DEFAULT_DB).expanduser().resolve()
-
-
-_SHARED: dict[Path, Store] = {}
+_SHARED: dict[object, Store] = {}
 _SHARED_LOCK = threading.Lock()
 
 
 def shared(environ=os.environ) -> Store:
-    """This process's Store for the class database (`db_path()`), one per path."""
-    path = db_path(environ)
+    """This process's Store for the class database (`db_path()`), one per database."""
+    target = db_path(environ)
     with _SHARED_LOCK:
-        if path not in _SHARED:
-            _SHARED[path] = Store(path)
-        return _SHARED[path]
+        if target not in _SHARED:
+            _SHARED[target] = Store(target)
+        return _SHARED[target]
 
 
 class StoreFull(ValueError):
@@ -74,74 +68,73 @@ class StoreFull(ValueError):
 
 
 class Store:
-    """The hand-ins in the SQLite file at `path`."""
+    """The hand-ins in the SQLite file at `target` (a path), or in the PostgreSQL database at
+    `target` (a postgresql:// URL). `path` is the file, or None; `where` is what to print."""
 
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path).expanduser().resolve()
-        self._local = threading.local()
+    def __init__(self, target: str | os.PathLike):
+        self.path = sqlite_file(target)
+        self.target = self.path if self.path is not None else str(target)
+        if self.path is None:
+            server_url(self.target)  # a malformed URL is refused now, with a sentence saying why
+        self.where = describe(self.target)
+        self._lock = threading.Lock()
+        self._engine: Engine | None = None
+        self._pid: int | None = None
         self._ready = False
 
-    # -- connections ---------------------------------------------------------------------------
-    def _connect(self, create: bool) -> sqlite3.Connection | None:
-        """This thread's connection (None when the file is missing and `create` is False)."""
-        local = self._local
-        if getattr(local, "pid", None) == os.getpid() and local.conn is not None:
-            return local.conn
-        if not self.path.exists():
+    # -- the engine ------------------------------------------------------------------------------
+    def _engine_for(self, create: bool) -> Engine | None:
+        """This process's engine, the tables made (None: a missing file and not `create`)."""
+        if self.path is not None and not self.path.exists():
             if not create:
                 return None
             if not self.path.parent.is_dir():
-                raise sqlite3.OperationalError(f"no directory {self.path.parent} for the class database")
+                raise StoreError(f"no directory {self.path.parent} for the class database")
             with contextlib.suppress(FileExistsError):  # owner-only; the -wal and -shm files follow it
                 os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._retry(lambda: conn.execute("PRAGMA journal_mode = WAL"))
-        conn.execute("PRAGMA synchronous = FULL")
-        if not self._ready:
-            statements = [s for s in SCHEMA.split(";") if s.strip()]
-            self._retry(lambda: self._write(conn, lambda c: [c.execute(s) for s in statements]))
-            self._ready = True
-        local.pid, local.conn = os.getpid(), conn
-        return conn
+        with self._lock:
+            if self._pid != os.getpid():
+                if self._engine is not None:  # a forked child: the pooled connections are the parent's
+                    self._engine.dispose(close=False)
+                self._engine, self._pid, self._ready = make_engine(self.target), os.getpid(), False
+            engine = self._engine
+            if not self._ready:
+                self._transaction(engine, _create_tables, write=True)
+                self._ready = True
+        return engine
 
-    @staticmethod
-    def _retry(action, seconds: float = BUSY_TIMEOUT_MS / 1000):
-        """`action()`, again while the database is locked (only setting up a new file can be)."""
-        deadline = time.monotonic() + seconds
-        while True:
-            try:
-                return action()
-            except sqlite3.OperationalError as e:
-                if "locked" not in str(e) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-
-    @staticmethod
-    def _write(conn: sqlite3.Connection, body):
-        """`body(conn)` in one short write transaction, committed or rolled back."""
-        conn.execute("BEGIN IMMEDIATE")
+    @contextlib.contextmanager
+    def _errors(self):
         try:
-            out = body(conn)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-        return out
+            yield
+        except (sa.exc.SQLAlchemyError, sqlite3.Error) as e:
+            cause = getattr(e, "orig", None) or e
+            first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+            raise StoreError(f"the class database {self.where}: {first}") from e
+
+    def _transaction(self, engine: Engine, body, write: bool):
+        """`body(conn)` in one transaction, committed (or rolled back on any exception)."""
+        with self._errors(), engine.connect() as conn:
+            conn.execution_options(kvviz_write=write)  # (SQLite: BEGIN IMMEDIATE, database.py)
+            with conn.begin():
+                return body(conn)
+
+    def _write(self, body, create: bool = True, missing=None):
+        engine = self._engine_for(create)
+        return missing if engine is None else self._transaction(engine, body, write=True)
+
+    def _read(self, body, missing):
+        engine = self._engine_for(create=False)
+        return missing if engine is None else self._transaction(engine, body, write=False)
 
     def close(self) -> None:
-        """Close this thread's connection (others close when their thread or process ends)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and self._local.pid == os.getpid():
-            conn.close()
-        self._local.conn = None
+        """Close this process's connections (a later call opens new ones)."""
+        with self._lock:
+            if self._engine is not None and self._pid == os.getpid():
+                self._engine.dispose()
+            self._engine, self._pid, self._ready = None, None, False
 
     # -- writes ----------------------------------------------------------------------------------
-    @staticmethod
-    def _bump(conn: sqlite3.Connection) -> int:
-        conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'revision'")
-        return int(conn.execute("SELECT value FROM meta WHERE name = 'revision'").fetchone()[0])
-
     def save(self, h: HandIn, now: float | None = None) -> HandIn:
         """Insert or update `h` (by student id); returns it as stored (times, submissions).
         ValueError for an invalid hand-in, StoreFull when the class is full."""
@@ -150,66 +143,93 @@ class Store:
         fields = (h.name, h.answer, compact(list(h.checks)), compact(list(h.predictions)), h.query,
                   compact(h.metrics))
 
-        def body(c: sqlite3.Connection) -> HandIn:
-            old = c.execute("SELECT created_at, submissions FROM handins WHERE student_id = ?",
-                            (h.student_id,)).fetchone()
-            if old is None and c.execute("SELECT count(*) FROM handins").fetchone()[0] >= MAX_HANDINS:
+        def body(c: Connection) -> HandIn:
+            rev = _bump(c)  # first: the write lock
+            mine = handins.c.student_id == h.student_id
+            old = c.execute(sa.select(handins.c.created_at, handins.c.submissions).where(mine)).first()
+            if old is None and c.execute(sa.select(sa.func.count()).select_from(handins)).scalar_one() >= MAX_HANDINS:
                 raise StoreFull(f"The class already has {MAX_HANDINS} hand-ins: ask the teacher.")
-            rev = self._bump(c)
             created, count = (old[0], old[1] + 1) if old else (now, 1)
-            c.execute(f"INSERT OR REPLACE INTO handins ({COLUMNS}, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                      (h.student_id, *fields, created, now, count, rev))
+            row = {**dict(zip(FIELDS, (h.student_id, *fields, created, now, count), strict=True)), "rev": rev}
+            c.execute(sa.insert(handins).values(row) if old is None else sa.update(handins).where(mine).values(row))
             return dataclasses.replace(h, created_at=created, updated_at=now, submissions=count)
 
-        return self._write(self._connect(create=True), body)
+        return self._write(body)
 
     def clear(self, up_to: int | None = None) -> int:
         """Delete every hand-in (only those written at or before revision `up_to`, when given:
         one handed in after the teacher confirmed stays). Returns how many were deleted."""
-        conn = self._connect(create=False)
-        if conn is None:
-            return 0
+        def body(c: Connection) -> int:
+            _bump(c)
+            return c.execute(sa.delete(handins).where(handins.c.rev <= (2**62 if up_to is None else up_to))).rowcount
 
-        def body(c: sqlite3.Connection) -> int:
-            cur = c.execute("DELETE FROM handins WHERE rev <= ?", (up_to if up_to is not None else 2**62,))
-            self._bump(c)
-            return cur.rowcount
-
-        return self._write(conn, body)
+        return self._write(body, create=False, missing=0)
 
     def meta(self, name: str, make, replace: bool = False) -> str:
         """The stored value `name`; on first use (or with `replace`) `make()`'s, stored once for
         every process."""
-        def body(c: sqlite3.Connection) -> str:
-            verb = "REPLACE" if replace else "IGNORE"
-            c.execute(f"INSERT OR {verb} INTO meta (name, value) VALUES (?, ?)", (name, make()))
-            return c.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()[0]
+        def body(c: Connection) -> str:
+            _lock(c)
+            old = c.execute(sa.select(meta.c.value).where(meta.c.name == name)).scalar_one_or_none()
+            if old is not None and not replace:
+                return old
+            value = make()
+            c.execute(sa.insert(meta).values(name=name, value=value) if old is None
+                      else sa.update(meta).where(meta.c.name == name).values(value=value))
+            return value
 
-        return self._write(self._connect(create=True), body)
+        return self._write(body)
 
     # -- reads -----------------------------------------------------------------------------------
     def revision(self) -> int:
-        conn = self._connect(create=False)
-        if conn is None:
-            return 0
-        return int(conn.execute("SELECT value FROM meta WHERE name = 'revision'").fetchone()[0])
+        return self._read(_revision, missing=0)
 
     def get(self, student_id: str) -> HandIn | None:
-        conn = self._connect(create=False)
-        row = conn and conn.execute(f"SELECT {COLUMNS} FROM handins WHERE student_id = ?", (student_id,)).fetchone()
-        return _handin(row) if row else None
+        def body(c: Connection) -> HandIn | None:
+            row = c.execute(sa.select(*_columns()).where(handins.c.student_id == student_id)).first()
+            return _handin(row) if row else None
+
+        return self._read(body, missing=None)
 
     def handins(self) -> list[HandIn]:
         """Every hand-in, the most recently updated first."""
-        conn = self._connect(create=False)
-        if conn is None:
-            return []
-        rows = conn.execute(f"SELECT {COLUMNS} FROM handins ORDER BY updated_at DESC, student_id").fetchall()
-        return [_handin(r) for r in rows]
+        def body(c: Connection) -> list[HandIn]:
+            order = (handins.c.updated_at.desc(), handins.c.student_id)
+            return [_handin(r) for r in c.execute(sa.select(*_columns()).order_by(*order))]
+
+        return self._read(body, missing=[])
 
     def count(self) -> int:
-        conn = self._connect(create=False)
-        return conn.execute("SELECT count(*) FROM handins").fetchone()[0] if conn else 0
+        return self._read(lambda c: c.execute(sa.select(sa.func.count()).select_from(handins)).scalar_one(), missing=0)
+
+
+def _columns():
+    return [handins.c[f] for f in FIELDS]
+
+
+def _create_tables(c: Connection) -> None:
+    """The tables and the revision counter, if missing (one process at a time)."""
+    if c.dialect.name == "postgresql":
+        c.execute(sa.select(sa.func.pg_advisory_xact_lock(schema.SCHEMA_LOCK)))
+    schema.metadata.create_all(c)
+    if c.execute(sa.select(meta.c.value).where(meta.c.name == REVISION)).first() is None:
+        c.execute(sa.insert(meta).values(name=REVISION, value="0"))
+
+
+def _revision(c: Connection) -> int:
+    return int(c.execute(sa.select(meta.c.value).where(meta.c.name == REVISION)).scalar_one())
+
+
+def _lock(c: Connection) -> None:
+    """The write lock: the revision counter's row (SQLite holds its lock from BEGIN IMMEDIATE)."""
+    c.execute(sa.select(meta.c.value).where(meta.c.name == REVISION).with_for_update())
+
+
+def _bump(c: Connection) -> int:
+    """The revision + 1, returned: every write's first statement, so it also takes the write lock."""
+    value = sa.cast(sa.cast(meta.c.value, sa.BigInteger) + 1, sa.Text)
+    c.execute(sa.update(meta).where(meta.c.name == REVISION).values(value=value))
+    return _revision(c)
 
 
 def _handin(row) -> HandIn:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import logging
-import sqlite3
 import time
 
 import panel as pn
@@ -22,7 +21,7 @@ import param
 from kvviz.handin import key as passphrase
 from kvviz.handin.model import HandIn, clean
 from kvviz.handin.report import summarise, to_csv
-from kvviz.handin.storage import Store, shared
+from kvviz.handin.storage import Store, StoreError, shared
 from kvviz.handin.teacher_html import handins_html, header_html, summary_html
 from kvviz.handin.view import status_html
 from kvviz.web.live_html import LiveHTML
@@ -72,7 +71,7 @@ class TeacherPage(pn.viewable.Viewer):
             return False
         try:
             right = passphrase.matches(typed, self._store())
-        except sqlite3.Error:
+        except StoreError:
             log.exception("reading the teacher passphrase")
             self.login_status.object = status_html("The class database cannot be opened: see the server's log.",
                                                    "error")
@@ -134,7 +133,7 @@ class TeacherPage(pn.viewable.Viewer):
             if rev != self._rev:
                 self._handins = self._store().handins()
                 self._rev = rev
-        except sqlite3.Error:
+        except StoreError:
             log.exception("reading the hand-ins")
             self.notice.object = status_html("The class database cannot be read just now.", "error")
             return
