@@ -48,7 +48,8 @@ def _gather_kv(cache: torch.Tensor, block_table: torch.Tensor, seq_len: int) -> 
     block_size = cache.shape[1]
     num_pages = (seq_len + block_size - 1) // block_size
     blocks = block_table[:num_pages].long()
-    return cache[blocks].reshape(num_pages * block_size, *cache.shape[2:])[:seq_len]
+    # index_select copies whole blocks (rows of the first dim); cache[blocks] would copy element by element
+    return cache.index_select(0, blocks).reshape(num_pages * block_size, *cache.shape[2:])[:seq_len]
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_positions: torch.Tensor, scale: float) -> torch.Tensor:
@@ -92,8 +93,9 @@ def paged_decode_attention_ref(
     page_used = torch.arange(num_pages, device=q.device)[None, :] * block_size < lens[:, None]  # (S, P)
     blocks = torch.where(page_used, block_tables[:, :num_pages].long(), 0)  # (S, P)
     max_len = num_pages * block_size
-    k = k_cache[blocks].view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()  # (S, KVH, L, D)
-    v = v_cache[blocks].view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()
+    flat = blocks.view(-1)  # index_select copies whole blocks; cache[blocks] would copy element by element
+    k = k_cache.index_select(0, flat).view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()  # (S, KVH, L, D)
+    v = v_cache.index_select(0, flat).view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()
     qg = q.float().reshape(num_seqs, num_kv_heads, group, head_dim)  # (S, KVH, G, D)
     visible = torch.arange(max_len, device=q.device)[None, :] < lens[:, None]  # (S, L)
     out = F.scaled_dot_product_attention(qg, k, v, attn_mask=visible[:, None, None, :], scale=scale)  # (S, KVH, G, D)
