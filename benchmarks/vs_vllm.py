@@ -12,10 +12,17 @@ caching, KV events) and subscribes to its KV events before sending anything, the
    `usage.prompt_tokens_details.cached_tokens`, our `num_prefix_hit`) must be equal, and the
    hashes of our cached blocks (vLLM's hash function, recomputed in Python) must equal the set
    of hashes in vLLM's `BlockStored` events;
-3. throughput on this CPU: the same batch of requests (the trace's prompts, sent at once) served
-   by each engine from an empty cache; generated tokens per second of wall time, median of
-   `repeats`. vLLM's time includes HTTP and its server's scheduling; ours is the engine alone,
-   one torch thread. vLLM pins its compute to one core.
+3. throughput on this CPU, for batches of 1, 16 and 64 requests (the trace's prompts) × 64
+   greedy tokens from an empty cache, generated tokens per second of wall time:
+   a. through vLLM's HTTP server (a second one, with a pool big enough for 64 requests at once;
+      prefix caching on, so each repeat's prompts start with a fresh prefix), the batch sent at
+      once, median of `repeats`; vLLM's time includes HTTP and its server's scheduling;
+   b. vLLM's offline `LLM` in process (benchmarks/vllm_offline.py, in vLLM's environment: its
+      default compiled path, prefix caching off), a warm-up then the best of 3, on the same
+      prompts as ours; their tokens must equal ours;
+   ours is the engine alone, one torch thread, prefix sharing off, a warm-up then the best of 3
+   (benchmarks/step_profile.py's child); with `--baseline REV`, REV's engine too, in the same run.
+   vLLM pins its compute to one core (its scheduler runs in another process).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import json
 import platform
 import statistics
 import subprocess
+import tempfile
 import time
 from datetime import date
 from pathlib import Path
@@ -33,6 +41,7 @@ from pathlib import Path
 import torch
 import zmq
 
+from benchmarks import step_profile
 from engine import Engine, EngineConfig
 from kvviz.nodes.radix.scenario import MORE_QUESTIONS, QUESTIONS
 from kvviz.nodes.vllm import client, server
@@ -42,7 +51,10 @@ from kvviz.nodes.vllm.wire import BlockStored, decode_frames
 
 PROMPTS = ["The KV cache", "Free memory is broken into", "A good system spends its memory on", "The model",
            "A page table maps", "def add(a, b):\n    return", "Memory is", *(prompt_for(q) for q in QUESTIONS)]
-SIZES = {"full": {"max_tokens": 256, "repeats": 3, "batch": 16}, "quick": {"max_tokens": 64, "repeats": 1, "batch": 8}}
+SIZES = {"full": {"max_tokens": 256, "repeats": 3, "batches": (1, 16, 64)},
+         "quick": {"max_tokens": 64, "repeats": 1, "batches": (1, 8)}}
+THROUGHPUT_TOKENS = 64
+THROUGHPUT_BLOCKS = 8 * 64 + 8  # vLLM's pool for the throughput server: 64 requests at once
 
 
 def margin_at(engine: Engine, tokens: list[int], position: int) -> float:
@@ -84,9 +96,13 @@ def shared_prefix_trace(srv: VllmServer, sub: zmq.Socket, max_tokens: int) -> di
             "our_blocks": len(ours), "vllm_stored": len(stored), "hashes_equal": ours == stored}
 
 
-def throughput(url: str, prompts: list[str], max_tokens: int, repeats: int) -> dict:
-    """Generated tokens per second, each engine serving `prompts` at once from an empty cache."""
-    vllm_s, our_s = [], []
+def batch_prompts(n: int) -> list[str]:
+    return step_profile.prompts(n)
+
+
+def http_throughput(url: str, prompts: list[str], max_tokens: int, repeats: int) -> dict:
+    """Generated tokens per second, vLLM's server serving `prompts` at once from an empty cache."""
+    vllm_s = []
     for r in range(repeats):
         # a fresh prefix each repeat, so that vLLM's cache (which outlives a run) holds none of it
         batch = [f"[run {r} {time.time_ns()}] {p}" for p in prompts]
@@ -95,18 +111,38 @@ def throughput(url: str, prompts: list[str], max_tokens: int, repeats: int) -> d
             outs = list(pool.map(lambda p: client.complete(url, MODEL_NAME, p, max_tokens), batch))
             vllm_s.append(time.perf_counter() - t0)
         assert all(len(o.token_ids) == max_tokens for o in outs)
-        engine = Engine(EngineConfig(num_blocks=NUM_BLOCKS * 4, block_size=BLOCK_SIZE, prefix_sharing=True))
-        t0 = time.perf_counter()
-        engine.generate(batch, max_tokens)
-        our_s.append(time.perf_counter() - t0)
     n = len(prompts) * max_tokens
     return {"requests": len(prompts), "tokens": n, "vllm_s": statistics.median(vllm_s),
-            "ours_s": statistics.median(our_s), "vllm_tok_s": n / statistics.median(vllm_s),
-            "ours_tok_s": n / statistics.median(our_s)}
+            "vllm_tok_s": n / statistics.median(vllm_s)}
+
+
+def offline_throughput(model_dir: Path, batches: dict[str, list[str]], repeats: int) -> dict:
+    """vLLM's offline LLM (a subprocess in vLLM's environment) on `batches`: seconds and tokens."""
+    with tempfile.TemporaryDirectory(prefix="kvviz-offline-") as tmp:
+        spec = Path(tmp) / "batches.json"
+        spec.write_text(json.dumps({"max_tokens": THROUGHPUT_TOKENS, "repeats": repeats, "batches": batches}))
+        proc = subprocess.run([str(server.PYTHON), str(Path(__file__).with_name("vllm_offline.py")), str(model_dir),
+                               str(spec)], cwd=tmp, env=server.environment(), capture_output=True, text=True)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("KVVIZ-RESULT ")), None)
+    if line is None:
+        raise RuntimeError(f"vLLM's offline run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return json.loads(line.removeprefix("KVVIZ-RESULT "))
+
+
+def ours_throughput(batches: dict[str, list[str]], baseline: str | None) -> dict:
+    """Our engine (and `baseline`'s, when given) on `batches`: step_profile's child, in turn."""
+    with tempfile.TemporaryDirectory(prefix="kvviz-ours-") as tmp:
+        spec = Path(tmp) / "spec.json"
+        spec.write_text(json.dumps({"batches": batches}))
+        out = {"after": step_profile.measure(step_profile.ROOT, spec)}
+        if baseline:
+            tree = step_profile.tree_at(baseline, Path(tmp))
+            out["before"] = step_profile.measure(tree, spec)
+    return out
 
 
 def report(out: dict) -> str:
-    t, p, s = out["tokens"], out["trace"], out["throughput"]
+    t, p = out["tokens"], out["trace"]
     same = sum(r["identical"] for r in t)
     lines = [f"# kvviz's engine vs vLLM {out['vllm_version']} — {out['date']}, {out['machine']}",
              f"(same weights, greedy, blocks of {BLOCK_SIZE}, vLLM pool {NUM_BLOCKS} blocks; vLLM ready in "
@@ -121,11 +157,30 @@ def report(out: dict) -> str:
     lines += [f"   cached tokens equal for every request: {'yes' if p['cached_equal'] else 'NO'}; our "
               f"{p['our_blocks']} cached blocks' hashes == the {p['vllm_stored']} hashes vLLM's BlockStored "
               f"events announced: {'yes' if p['hashes_equal'] else 'NO'}",
-              "", f"3. throughput, {s['requests']} requests at once × {s['tokens'] // s['requests']} tokens, "
-              "from an empty cache (median):",
-              "   | engine | wall (s) | generated tokens/s |", "   | --- | --- | --- |",
-              f"   | vLLM (server, HTTP, eager) | {s['vllm_s']:.2f} | {s['vllm_tok_s']:.0f} |",
-              f"   | kvviz (engine, torch, 1 thread) | {s['ours_s']:.2f} | {s['ours_tok_s']:.0f} |"]
+              "", f"3. throughput: batches of requests × {THROUGHPUT_TOKENS} greedy tokens from an empty cache, "
+              "generated tokens/s (kvviz: the engine alone, 1 torch thread, prefix sharing off, best of 3 after a "
+              "warm-up):"]
+    head = f"   | batch | vLLM HTTP server (eager, median of {out['repeats']}) | vLLM offline LLM (compiled, best of 3 after a warm-up) |"
+    rule = "   | --- | --- | --- |"
+    if "before" in out["ours"]:
+        head += f" kvviz before ({out['baseline']}) |"
+        rule += " --- |"
+    head += " kvviz | kvviz ÷ HTTP | kvviz ÷ offline | tokens = offline's |"
+    rule += " --- | --- | --- | --- |"
+    lines += [head, rule]
+    for name in out["batches"]:
+        http, off = out["http"][name], out["offline"]["batches"][name]
+        n = http["tokens"]
+        off_tok_s = n / min(off["seconds"])
+        ours = out["ours"]["after"][name]
+        ours_tok_s = n / ours["wall_s"]
+        row = f"   | {name} | {http['vllm_tok_s']:.0f} | {off_tok_s:.0f} |"
+        if "before" in out["ours"]:
+            row += f" {n / out['ours']['before'][name]['wall_s']:.0f} |"
+        same = ours["token_ids"] == off["token_ids"]
+        row += (f" {ours_tok_s:.0f} | {ours_tok_s / http['vllm_tok_s']:.2f}× | {ours_tok_s / off_tok_s:.2f}× |"
+                f" {'yes' if same else 'NO'} |")
+        lines.append(row)
     return "\n".join(lines)
 
 
@@ -133,6 +188,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description="kvviz's engine against a real vLLM (same weights).")
     parser.add_argument("--quick", action="store_const", const="quick", dest="size", default="full")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
+    parser.add_argument("--baseline", metavar="REV", help="also time the engine of commit REV, in the same run")
     args = parser.parse_args(argv)
     size = SIZES[args.size]
     torch.set_num_threads(1)
@@ -148,9 +204,17 @@ def main(argv: list[str] | None = None) -> dict:
                "vllm_start_s": srv.started_s}
         out["trace"] = shared_prefix_trace(srv, sub, 64)
         out["tokens"] = compare_tokens(srv.url, size["max_tokens"])
-        prompts = [prompt_for(q) for q in (*QUESTIONS, *MORE_QUESTIONS)] * 4
-        out["throughput"] = throughput(srv.url, prompts[: size["batch"]], 64, size["repeats"])
         sub.close()
+    batches = {str(n): batch_prompts(n) for n in size["batches"]}
+    out["batches"] = list(batches)
+    with VllmServer(num_blocks=THROUGHPUT_BLOCKS) as srv:
+        out["vllm_throughput_start_s"] = srv.started_s
+        out["http"] = {name: http_throughput(srv.url, prompts, THROUGHPUT_TOKENS, size["repeats"])
+                       for name, prompts in batches.items()}
+    with tempfile.TemporaryDirectory(prefix="kvviz-model-") as tmp:  # after the server stopped: the CPU to itself
+        out["offline"] = offline_throughput(server.export_model(Path(tmp) / "model"), batches, 3)
+    out["baseline"], out["repeats"] = args.baseline, size["repeats"]
+    out["ours"] = ours_throughput(batches, args.baseline)
     print(report(out))
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")

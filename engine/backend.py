@@ -22,6 +22,9 @@ class AttentionBackend:
     store_kv: Callable[..., None]
     extend_attention: Callable[..., torch.Tensor]
     decode_attention: Callable[..., torch.Tensor]
+    # plan_decode(block_tables, seq_lens, block_size): what decode_attention would otherwise work out
+    # in every layer, made once per forward and passed to it as `plan` (None: the backend has none)
+    plan_decode: Callable[..., object] | None = None
 
 
 def resolve_device(device: str) -> torch.device:
@@ -38,7 +41,11 @@ def select_backend(name: str, device: torch.device) -> AttentionBackend:
         name = "triton" if device.type == "cuda" else "torch"
     if name == "torch":
         return AttentionBackend(
-            "torch", reference.store_kv_ref, reference.paged_extend_attention_ref, reference.paged_decode_attention_ref
+            "torch",
+            reference.store_kv_ref,
+            reference.paged_extend_attention_ref,
+            reference.paged_decode_attention_ref,
+            reference.plan_decode,
         )
     if device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError("backend='triton' needs a CUDA device, or TRITON_INTERPRET=1 to interpret the kernels on CPU")

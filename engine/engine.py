@@ -27,6 +27,7 @@ from engine.scheduler import Scheduler
 from engine.snapshot import Metrics, Snapshot, build_snapshot, compute_metrics
 from engine.tokenizer import ByteTokenizer
 from engine.util import ceil_div
+from kernels.reference import slot_mapping_ref
 
 _MODELS: dict[tuple, Transformer] = {}
 _MODELS_LOCK = threading.Lock()
@@ -116,20 +117,23 @@ class Engine:
     def step(self) -> bool:
         """One engine step: admit and prefill waiting requests if any fit, else decode one token
         for every running request. Returns False, having changed nothing, when nothing could run
-        (e.g. every block is held by finished requests and the next request waits for room)."""
+        (e.g. every block is held by finished requests and the next request waits for room).
+
+        Four phases (docs/architecture.md, "A step"): schedule (who runs, and the block
+        bookkeeping), prepare (the batch's tensors), run the model (one forward for the whole
+        batch) and post-process (each request's sampled token)."""
         counters = self.scheduler.counters
         self.log.step = counters.steps + 1
         num_events = len(self.log.events)
-        ran = False
-        while (req := self.scheduler.admit_next()) is not None:
-            self._prefill(req)
-            ran = True
-        if not ran:
-            batch = self.scheduler.schedule_decode()
-            if batch:
-                self._decode(batch)
-                ran = True
-        progressed = ran or len(self.log.events) > num_events
+        work = self._schedule()
+        if work is not None:
+            batch = self._prepare(work)
+            t0 = time.perf_counter()
+            logits = self.model(batch, self.kv, self.backend)
+            if work.is_prefill:
+                counters.prefill_seconds += time.perf_counter() - t0
+            self._postprocess(work, batch, logits)
+        progressed = work is not None or len(self.log.events) > num_events
         if progressed:
             counters.steps += 1
         return progressed
@@ -196,19 +200,89 @@ class Engine:
                         self.release(rid)
         return [results[rid] for rid in ids]
 
-    # -- running the model -----------------------------------------------------------------
-    def _kv_cache_slots(self, req: Request, start: int, end: int) -> list[int]:
-        """The flat KV-cache slot (block * block_size + offset) where the K and V of each position
-        in [start, end) of `req` are written, in order; records in the pool the token each slot
-        now stores."""
-        bs, slots = self.config.block_size, []
-        ids = req.all_ids
-        for pos in range(start, end):
-            block = req.block_table[pos // bs]
-            assert len(self.pool.tokens[block]) == pos % bs, "KV written out of order"
-            self.pool.tokens[block].append(ids[pos])
-            slots.append(block * bs + pos % bs)
-        return slots
+    # -- the phases of a step -----------------------------------------------------------------
+    def _schedule(self) -> StepWork | None:
+        """Phase 1: who runs this step, with every block, radix and status change made now.
+
+        Waiting requests are admitted one after another, each as if its prefill were done: its
+        prompt's pages go into the prefix cache (so the next request admitted can share them;
+        the forward writes their KV before any request reads it) and a slot is taken for the
+        token it will sample, so it finishes (and frees its running slot) in admission order.
+        Only when nobody is admitted does every running request decode one token."""
+        reqs, starts = [], []
+        while (req := self.scheduler.admit_next()) is not None:
+            start, end = req.num_computed, req.num_tokens
+            self._record_kv_tokens(req, start, end)
+            req.num_computed = end
+            self.scheduler.after_prefill(req, end - start)
+            reqs.append(req)
+            starts.append(start)
+            self._append_token(req, _PENDING)  # its value is set in _postprocess
+        if reqs:
+            return StepWork(True, reqs, starts)
+        reqs = self.scheduler.schedule_decode()
+        if not reqs:
+            return None
+        starts = [r.num_computed for r in reqs]
+        for r, pos in zip(reqs, starts, strict=True):
+            self._record_kv_tokens(r, pos, pos + 1)
+        return StepWork(False, reqs, starts)
+
+    def _prepare(self, work: StepWork) -> ForwardBatch:
+        """Phase 2: the batch's tensors: packed token ids, positions, KV slots, block tables."""
+        reqs, starts = work.reqs, work.starts
+        if work.is_prefill:
+            ends = [r.num_computed for r in reqs]
+            token_ids = [t for r, a, b in zip(reqs, starts, ends, strict=True) for t in r.all_ids[a:b]]
+            lens = [b - a for a, b in zip(starts, ends, strict=True)]
+        else:
+            ends = [p + 1 for p in starts]
+            token_ids = [r.all_ids[-1] for r in reqs]
+            lens = [1] * len(reqs)
+        block_tables = self._block_tables(reqs)
+        lens_t = self._tensor(lens)
+        seq_ids = torch.repeat_interleave(torch.arange(len(reqs), device=self.device), lens_t)
+        query_start = torch.zeros(len(reqs) + 1, dtype=torch.int64, device=self.device)
+        torch.cumsum(lens_t, 0, out=query_start[1:])
+        # position of row i: its sequence's first new position + its offset among that sequence's rows
+        positions = torch.arange(len(token_ids), device=self.device) - query_start[seq_ids] + self._tensor(starts)[seq_ids]
+        return ForwardBatch(
+            is_decode=not work.is_prefill,
+            token_ids=self._tensor(token_ids),
+            positions=positions,
+            slot_mapping=slot_mapping_ref(block_tables, seq_ids, positions, self.config.block_size),
+            block_tables=block_tables,
+            seq_lens=self._tensor(ends, torch.int32),
+            query_start=query_start.to(torch.int32),
+            block_reads=None if work.is_prefill else torch.zeros(self.config.num_blocks, dtype=torch.int32, device=self.device),
+        )
+
+    def _postprocess(self, work: StepWork, batch: ForwardBatch, logits: torch.Tensor) -> None:
+        """Phase 4: greedy-sample each request's next token; decoded requests may finish."""
+        next_ids = logits.argmax(dim=-1).tolist()
+        if work.is_prefill:
+            for req, tok in zip(work.reqs, next_ids, strict=True):
+                req.output_ids[-1] = tok
+            return
+        self.last_block_reads = batch.block_reads.cpu()
+        self.scheduler.counters.decode_tokens += len(work.reqs)
+        for req, tok in zip(work.reqs, next_ids, strict=True):
+            req.num_computed += 1
+            self._append_token(req, tok)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _record_kv_tokens(self, req: Request, start: int, end: int) -> None:
+        """Record in the pool the tokens whose KV positions [start, end) of `req` write: block
+        req.block_table[pos // block_size] stores position pos at offset pos % block_size."""
+        bs, ids = self.config.block_size, req.all_ids
+        pos = start
+        while pos < end:
+            page, offset = divmod(pos, bs)
+            stored = self.pool.tokens[req.block_table[page]]
+            assert len(stored) == offset, "KV written out of order"
+            upto = min(end, (page + 1) * bs)
+            stored.extend(ids[pos:upto])
+            pos = upto
 
     def _tensor(self, values, dtype=torch.int64) -> torch.Tensor:
         return torch.tensor(values, dtype=dtype, device=self.device)
@@ -217,48 +291,20 @@ class Engine:
         width = max(len(r.block_table) for r in reqs)
         return self._tensor([r.block_table + [0] * (width - len(r.block_table)) for r in reqs], torch.int32)
 
-    def _prefill(self, req: Request) -> None:
-        """Compute KV for the request's tokens past its cached prefix and sample its next token."""
-        start, end = req.num_computed, req.num_tokens
-        batch = ForwardBatch(
-            is_decode=False,
-            token_ids=self._tensor(req.all_ids[start:end]),
-            positions=self._tensor(list(range(start, end))),
-            slot_mapping=self._tensor(self._kv_cache_slots(req, start, end)),
-            block_tables=self._block_tables([req]),
-            seq_lens=self._tensor([end], torch.int32),
-            query_start=self._tensor([0, end - start], torch.int32),
-        )
-        t0 = time.perf_counter()
-        logits = self.model(batch, self.kv, self.backend)
-        self.scheduler.counters.prefill_seconds += time.perf_counter() - t0
-        req.num_computed = end
-        self.scheduler.after_prefill(req, end - start)
-        self._append_token(req, int(logits[0].argmax()))
-
-    def _decode(self, reqs: list[Request]) -> None:
-        """One new token for each request: write the KV of its newest token, attend, sample."""
-        positions = [r.num_computed for r in reqs]
-        slots = [self._kv_cache_slots(r, p, p + 1)[0] for r, p in zip(reqs, positions, strict=True)]
-        reads = torch.zeros(self.config.num_blocks, dtype=torch.int32, device=self.device)
-        batch = ForwardBatch(
-            is_decode=True,
-            token_ids=self._tensor([r.all_ids[-1] for r in reqs]),
-            positions=self._tensor(positions),
-            slot_mapping=self._tensor(slots),
-            block_tables=self._block_tables(reqs),
-            seq_lens=self._tensor([p + 1 for p in positions], torch.int32),
-            query_start=self._tensor(list(range(len(reqs) + 1)), torch.int32),
-            block_reads=reads,
-        )
-        logits = self.model(batch, self.kv, self.backend)  # (num_seqs, vocab)
-        self.last_block_reads = reads.cpu()
-        next_ids = logits.argmax(dim=-1).tolist()
-        for req, tok in zip(reqs, next_ids, strict=True):
-            req.num_computed += 1
-            self.scheduler.counters.decode_tokens += 1
-            self._append_token(req, tok)
-
     def _append_token(self, req: Request, token: int) -> None:
         req.output_ids.append(token)
         self.scheduler.finish_if_done(req, self.config.model.max_seq_len)
+
+
+# A prefilled request's next token before the forward has computed it: never a byte value.
+_PENDING = -1
+
+
+@dataclass
+class StepWork:
+    """What a step runs: requests to prefill (their new tokens start at `starts`), or to
+    decode (one token each, at position `starts[i]`)."""
+
+    is_prefill: bool
+    reqs: list[Request]
+    starts: list[int]

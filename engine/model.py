@@ -52,7 +52,24 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+        # x * rsqrt(mean(x^2) + eps) * weight, in one fused op (the same floats as the three-op form)
+        return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
+
+
+def fused_weight(owner: nn.Module, *linears: nn.Linear) -> torch.Tensor:
+    """The weights of `linears` stacked, so that one matmul computes all their outputs (the same
+    sums, bit for bit, as one matmul each; fewer calls is what counts for a small model). Built
+    once and kept on `owner` while the weights are unchanged; rebuilt each call when gradients are
+    on (training), so that it stays differentiable."""
+    weights = [lin.weight for lin in linears]
+    if torch.is_grad_enabled():
+        return torch.cat(weights)
+    key = tuple((w.data_ptr(), w._version) for w in weights)
+    cached = owner.__dict__.get("_fused")
+    if cached is None or cached[0] != key:
+        with torch.inference_mode():
+            cached = owner.__dict__["_fused"] = (key, torch.cat(weights))
+    return cached[1]
 
 
 def rope_tables(cfg: ModelConfig) -> tuple[torch.Tensor, torch.Tensor]:
@@ -82,17 +99,20 @@ class Attention(nn.Module):
 
     def _qkv(self, x, cos, sin):
         c = self.cfg
-        q = apply_rope(self.q_proj(x).view(-1, c.num_heads, c.head_dim), cos, sin)  # (T, H, D)
-        k = apply_rope(self.k_proj(x).view(-1, c.num_kv_heads, c.head_dim), cos, sin)  # (T, KVH, D)
-        v = self.v_proj(x).view(-1, c.num_kv_heads, c.head_dim)  # (T, KVH, D)
+        qkv = F.linear(x, fused_weight(self, self.q_proj, self.k_proj, self.v_proj))  # q_proj(x), k_proj(x), v_proj(x)
+        qkv = qkv.view(-1, c.num_heads + 2 * c.num_kv_heads, c.head_dim)
+        qk = apply_rope(qkv[:, : c.num_heads + c.num_kv_heads], cos, sin)  # q and k's heads rotated at once
+        q, k = qk[:, : c.num_heads], qk[:, c.num_heads :]  # (T, H, D), (T, KVH, D)
+        v = qkv[:, c.num_heads + c.num_kv_heads :]  # (T, KVH, D)
         return q, k, v
 
-    def forward(self, x, cos, sin, batch: ForwardBatch, k_cache, v_cache, backend: AttentionBackend, block_reads):
+    def forward(self, x, cos, sin, batch: ForwardBatch, k_cache, v_cache, backend: AttentionBackend, block_reads, plan):
         q, k, v = self._qkv(x, cos, sin)
         backend.store_kv(k_cache, v_cache, k, v, batch.slot_mapping)
         if batch.is_decode:
+            extra = {"plan": plan} if plan is not None else {}
             o = backend.decode_attention(
-                q, k_cache, v_cache, batch.block_tables, batch.seq_lens, self.scale, block_reads=block_reads
+                q, k_cache, v_cache, batch.block_tables, batch.seq_lens, self.scale, block_reads=block_reads, **extra
             )
         else:
             o = backend.extend_attention(
@@ -122,7 +142,10 @@ class MLP(nn.Module):
         self.down = nn.Linear(cfg.d_ff, cfg.d_model, bias=False)
 
     def forward(self, x):
-        return self.down(F.silu(self.gate(x)) * self.up(x))
+        gate, up = F.linear(x, fused_weight(self, self.gate, self.up)).chunk(2, dim=-1)  # gate(x), up(x)
+        if torch.is_grad_enabled():
+            return self.down(F.silu(gate) * up)
+        return self.down(F.silu(gate, inplace=True).mul_(up))  # the same floats, without two temporaries
 
 
 class Block(nn.Module):
@@ -172,11 +195,14 @@ class Transformer(nn.Module):
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, kv: KVPool, backend: AttentionBackend) -> torch.Tensor:
         """Logits of each sequence's last new token: (S, vocab). Writes the new tokens' KV."""
-        cos, sin = self.rope_cos[batch.positions], self.rope_sin[batch.positions]
+        cos, sin = self.rope_cos.index_select(0, batch.positions), self.rope_sin.index_select(0, batch.positions)
         h = self.embed(batch.token_ids)  # (T, d_model)
+        plan = None  # what every layer's decode attention reads the same way, when the backend plans it
+        if batch.is_decode and backend.plan_decode is not None:
+            plan = backend.plan_decode(batch.block_tables, batch.seq_lens, kv.k[0].shape[1])
         for layer, blk in enumerate(self.blocks):
             reads = batch.block_reads if layer == 0 else None
-            h = h + blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads)
+            h = h + blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan)
             h = h + blk.mlp(blk.mlp_norm(h))
         last = batch.query_start[1:].long() - 1  # (S,)
         return self._logits(h[last])

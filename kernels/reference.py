@@ -13,6 +13,8 @@ Layouts (vLLM's):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 
@@ -28,8 +30,12 @@ def store_kv_ref(
 
     k, v: (N, num_kv_heads, head_dim); slot_mapping: (N,) int, one slot per token.
     """
-    block_size = k_cache.shape[1]
     idx = slot_mapping.long()
+    if k_cache.is_contiguous() and v_cache.is_contiguous():  # one copy per tensor into the flat slots
+        k_cache.view(-1, *k_cache.shape[2:]).index_copy_(0, idx, k.to(k_cache.dtype))
+        v_cache.view(-1, *v_cache.shape[2:]).index_copy_(0, idx, v.to(v_cache.dtype))
+        return
+    block_size = k_cache.shape[1]
     # Index (block, offset) pairs rather than a flattened view: works for caches whose first two
     # dims cannot be merged (e.g. k_cache = kv[:, 0] of a (num_blocks, 2, block_size, ...) tensor).
     blocks, offsets = idx // block_size, idx % block_size
@@ -48,7 +54,8 @@ def _gather_kv(cache: torch.Tensor, block_table: torch.Tensor, seq_len: int) -> 
     block_size = cache.shape[1]
     num_pages = (seq_len + block_size - 1) // block_size
     blocks = block_table[:num_pages].long()
-    return cache[blocks].reshape(num_pages * block_size, *cache.shape[2:])[:seq_len]
+    # index_select copies whole blocks (rows of the first dim); cache[blocks] would copy element by element
+    return cache.index_select(0, blocks).reshape(num_pages * block_size, *cache.shape[2:])[:seq_len]
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_positions: torch.Tensor, scale: float) -> torch.Tensor:
@@ -64,9 +71,31 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_positions: torc
     kg = k.float().transpose(0, 1)[:, None]  # (KVH, 1, L, D)
     vg = v.float().transpose(0, 1)[:, None]
     key_pos = torch.arange(k.shape[0], device=q.device)
-    visible = key_pos[None, :] <= q_positions[:, None].to(q.device)  # (n, L)
-    out = F.scaled_dot_product_attention(qg, kg, vg, attn_mask=visible, scale=scale)  # (KVH, G, n, D)
+    hidden = key_pos[None, :] > q_positions[:, None].to(q.device)  # (n, L): keys after the query
+    # a float mask (0 or -inf): what SDPA would turn a boolean one into, on each call
+    mask = torch.zeros(hidden.shape, device=q.device).masked_fill_(hidden, float("-inf"))
+    out = F.scaled_dot_product_attention(qg, kg, vg, attn_mask=mask, scale=scale)  # (KVH, G, n, D)
     return out.permute(2, 0, 1, 3).reshape(n, num_heads, head_dim)
+
+
+@dataclass(frozen=True)
+class DecodePlan:
+    """What every layer's decode attention reads the same way, computed once per forward."""
+
+    blocks: torch.Tensor  # (S * P,) int64: each sequence's first P pages' blocks (0 past its end)
+    used_blocks: torch.Tensor  # (n,) int64: the blocks sequences actually read, once per sequence
+    mask: torch.Tensor  # (S, 1, 1, P * block_size) float: 0 where a key is visible, -inf past seq_lens
+    num_pages: int
+
+
+def plan_decode(block_tables: torch.Tensor, seq_lens: torch.Tensor, block_size: int) -> DecodePlan:
+    lens = seq_lens.long().to(block_tables.device)
+    num_pages = int((lens.max() + block_size - 1) // block_size)
+    page_used = torch.arange(num_pages, device=lens.device)[None, :] * block_size < lens[:, None]  # (S, P)
+    blocks = torch.where(page_used, block_tables[:, :num_pages].long(), 0)  # (S, P)
+    visible = torch.arange(num_pages * block_size, device=lens.device)[None, :] < lens[:, None]  # (S, L)
+    mask = torch.zeros(visible.shape, device=lens.device).masked_fill_(~visible, float("-inf"))
+    return DecodePlan(blocks.view(-1), blocks[page_used], mask[:, None, None, :], num_pages)
 
 
 def paged_decode_attention_ref(
@@ -77,29 +106,29 @@ def paged_decode_attention_ref(
     seq_lens: torch.Tensor,
     scale: float,
     block_reads: torch.Tensor | None = None,
+    plan: DecodePlan | None = None,
 ) -> torch.Tensor:
     """One query token per sequence, attending to all seq_lens[s] cached tokens (itself included).
 
     q: (num_seqs, num_heads, head_dim) -> (num_seqs, num_heads, head_dim), q's dtype.
     block_reads: optional (num_blocks,) int32, incremented in place by one for every
     (sequence, kv head) pair that reads the block.
+    plan: plan_decode(block_tables, seq_lens, block_size), when the caller made it already
+    (the engine does, once per forward, for all its layers).
     """
     num_seqs, num_heads, head_dim = q.shape
     block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
     group = num_heads // num_kv_heads
-    lens = seq_lens.long().to(q.device)
-    num_pages = int((lens.max() + block_size - 1) // block_size)
-    page_used = torch.arange(num_pages, device=q.device)[None, :] * block_size < lens[:, None]  # (S, P)
-    blocks = torch.where(page_used, block_tables[:, :num_pages].long(), 0)  # (S, P)
-    max_len = num_pages * block_size
-    k = k_cache[blocks].view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()  # (S, KVH, L, D)
-    v = v_cache[blocks].view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()
+    plan = plan or plan_decode(block_tables, seq_lens, block_size)
+    max_len = plan.num_pages * block_size
+    # index_select copies whole blocks; k_cache[blocks] would copy element by element
+    k = k_cache.index_select(0, plan.blocks).view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()  # (S, KVH, L, D)
+    v = v_cache.index_select(0, plan.blocks).view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()
     qg = q.float().reshape(num_seqs, num_kv_heads, group, head_dim)  # (S, KVH, G, D)
-    visible = torch.arange(max_len, device=q.device)[None, :] < lens[:, None]  # (S, L)
-    out = F.scaled_dot_product_attention(qg, k, v, attn_mask=visible[:, None, None, :], scale=scale)  # (S, KVH, G, D)
+    out = F.scaled_dot_product_attention(qg, k, v, attn_mask=plan.mask, scale=scale)  # (S, KVH, G, D)
     out = out.reshape(num_seqs, num_heads, head_dim)
     if block_reads is not None:
-        used = blocks[page_used]
+        used = plan.used_blocks
         block_reads.index_add_(0, used, torch.full_like(used, num_kv_heads, dtype=block_reads.dtype))
     return out.to(q.dtype)
 

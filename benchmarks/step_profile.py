@@ -1,0 +1,180 @@
+"""Where an engine step's time goes, per phase, for the engine here and for an earlier commit's.
+
+    python -m benchmarks.step_profile [--baseline REV] [--batches 1,16,64] [--rounds 2] [--json PATH]
+
+The workload of benchmarks/vs_vllm.py's throughput: a batch of prompts (node 03's system prompt
+and a question, ~120 tokens each), 64 greedy tokens each, from an empty cache, prefix sharing
+off, the trained weights, the torch backend, one torch thread. For each engine (REV's, extracted
+with `git archive`, and the working tree's) and each batch size, in child processes taking turns
+(`rounds` times each; the best is kept, the machine being shared):
+
+- generated tokens/s: the best of 3 timed `generate` calls after a warm-up, no profiler;
+- per step: one more run under cProfile, each phase's cumulative time divided by the steps.
+  The phases are the engine's own functions: schedule (`Engine._schedule`: admission, blocks,
+  the prefix cache), prepare (`Engine._prepare`: the batch's tensors), model
+  (`Transformer.forward`), post-process (`Engine._postprocess`: sampling, finishing). An engine
+  from before the phases were named (commit 4746df0 and earlier) shows schedule as the
+  scheduler's calls plus the slot bookkeeping, and prepare and post-process together as the
+  rest of its `_prefill` and `_decode`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_TOKENS = 64
+SYSTEM_PROMPT_QUESTIONS = 10  # node 03's questions, repeated to make the batch
+
+# (file, function) whose cumulative time is each phase's; "rest" = the step's time not in them.
+PHASES = {
+    "schedule": [("engine.py", "_schedule"), ("scheduler.py", "admit_next"), ("scheduler.py", "schedule_decode"),
+                 ("engine.py", "_kv_cache_slots"), ("scheduler.py", "after_prefill"),
+                 ("scheduler.py", "finish_if_done")],
+    "prepare": [("engine.py", "_prepare")],
+    "model": [("model.py", "forward")],  # the Transformer's (the largest cumulative `forward` there)
+    "post-process": [("engine.py", "_postprocess")],
+}
+NEW_STYLE = ("engine.py", "_schedule")  # present: the schedule entries below it are inside it
+
+
+def prompts(n: int) -> list[str]:
+    from kvviz.nodes.radix.scenario import MORE_QUESTIONS, QUESTIONS
+    from kvviz.nodes.vllm.scenario import prompt_for
+
+    base = [prompt_for(q) for q in (*QUESTIONS, *MORE_QUESTIONS)]
+    return [f"[{i}] {base[i % len(base)]}" for i in range(n)]
+
+
+# -- the child: one engine tree, every batch size --------------------------------------------
+def child(tree: str, spec_path: str) -> None:
+    sys.path.insert(0, tree)
+    import torch
+
+    from engine import Engine, EngineConfig
+
+    torch.set_num_threads(1)
+    spec = json.loads(Path(spec_path).read_text())
+
+    def run(batch: list[str], profiler: cProfile.Profile | None = None):
+        blocks = len(batch) * 8 + 8  # room for every request at once: no preemption
+        engine = Engine(EngineConfig(num_blocks=blocks, block_size=32, backend="torch", device="cpu"))
+        t0 = time.perf_counter()
+        if profiler is not None:
+            profiler.enable()
+        results = engine.generate(batch, MAX_TOKENS)
+        if profiler is not None:
+            profiler.disable()
+        return time.perf_counter() - t0, engine.scheduler.counters.steps, results
+
+    out = {}
+    for name, batch in spec["batches"].items():
+        run(batch)  # warm-up
+        walls = [run(batch)[0] for _ in range(3)]
+        prof = cProfile.Profile()
+        _, steps, results = run(batch, prof)
+        out[name] = {"wall_s": min(walls), "steps": steps, "tokens": len(batch) * MAX_TOKENS,
+                     "phases_ms": phase_times(pstats.Stats(prof), steps),
+                     "token_ids": [r.token_ids for r in results]}
+    print("KVVIZ-RESULT " + json.dumps(out), flush=True)
+
+
+def phase_times(stats: pstats.Stats, steps: int) -> dict[str, float]:
+    """Milliseconds per step in each phase, and in the whole step."""
+    cum: dict[tuple[str, str], float] = {}
+    for (file, _line, func), (_cc, _nc, _tt, ct, _callers) in stats.stats.items():
+        key = (Path(file).name, func)
+        cum[key] = max(cum.get(key, 0.0), ct) if key == ("model.py", "forward") else cum.get(key, 0.0) + ct
+    new_style = NEW_STYLE in cum
+    out = {}
+    for phase, funcs in PHASES.items():
+        if phase == "schedule" and new_style:
+            funcs = [NEW_STYLE]
+        out[phase] = sum(cum.get(f, 0.0) for f in funcs)
+    step = cum.get(("engine.py", "step"), 0.0)
+    if not new_style:  # before the phases were named: prepare and post-process are the rest
+        out["prepare"] = step - out["schedule"] - out["model"]
+    out["step"] = step
+    return {k: 1000 * v / steps for k, v in out.items()}
+
+
+# -- the parent ------------------------------------------------------------------------------
+def tree_at(rev: str, into: Path) -> Path:
+    """The engine (engine/, kernels/, assets/) as it was at `rev`."""
+    archive = subprocess.run(["git", "archive", rev, "engine", "kernels", "assets"], cwd=ROOT, check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def measure(tree: Path, spec: Path) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.step_profile", "--child", str(tree), str(spec)],
+                          cwd=ROOT, capture_output=True, text=True, check=True)
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("KVVIZ-RESULT "))
+    return json.loads(line.removeprefix("KVVIZ-RESULT "))
+
+
+def report(out: dict) -> str:
+    lines = [f"# Engine step profile: {out['baseline']} (before) vs the working tree (after)",
+             f"({MAX_TOKENS} greedy tokens per request from an empty cache, trained weights, torch backend, 1 torch "
+             f"thread; tokens/s the best of 3 × {out['rounds']} rounds; ms per step from cProfile, so a little "
+             "above the unprofiled time)", "",
+             "| batch | engine | tokens/s | steps | step ms | schedule | prepare | model | post-process |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name in out["batches"]:
+        for who in ("before", "after"):
+            r = out[who][name]
+            p = r["phases_ms"]
+            post = "(in prepare)" if who == "before" and p["post-process"] == 0 else f"{p['post-process']:.2f}"
+            lines.append(f"| {name} | {who} | {r['tokens'] / r['wall_s']:.0f} | {r['steps']} | {p['step']:.2f} | "
+                         f"{p['schedule']:.2f} | {p['prepare']:.2f} | {p['model']:.2f} | {post} |")
+    same = all(out["before"][n]["token_ids"] == out["after"][n]["token_ids"] for n in out["batches"])
+    lines += ["", f"tokens identical before and after: {'yes' if same else 'NO'}"]
+    return "\n".join(lines)
+
+
+def best(a: dict | None, b: dict) -> dict:
+    if a is None:
+        return b
+    return {n: (a[n] if a[n]["wall_s"] <= b[n]["wall_s"] else b[n]) for n in b}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description="Where an engine step's time goes, before and after.")
+    parser.add_argument("--baseline", default="4746df0", help="the commit to compare with (default: 4746df0, "
+                        "before issue 21's changes)")
+    parser.add_argument("--batches", default="1,16,64", help="batch sizes (default: 1,16,64)")
+    parser.add_argument("--rounds", type=int, default=2, help="turns each engine takes (default: 2)")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
+    parser.add_argument("--child", nargs=2, metavar=("TREE", "SPEC"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(*args.child)
+        return {}
+    sizes = [int(b) for b in args.batches.split(",")]
+    with tempfile.TemporaryDirectory(prefix="kvviz-steps-") as tmp:
+        spec = Path(tmp) / "spec.json"
+        spec.write_text(json.dumps({"batches": {str(n): prompts(n) for n in sizes}}))
+        before_tree = tree_at(args.baseline, Path(tmp))
+        before = after = None
+        for _ in range(args.rounds):
+            before = best(before, measure(before_tree, spec))
+            after = best(after, measure(ROOT, spec))
+    out = {"baseline": args.baseline, "rounds": args.rounds, "batches": [str(n) for n in sizes],
+           "before": before, "after": after}
+    print(report(out))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+    return out
+
+
+if __name__ == "__main__":
+    main()
