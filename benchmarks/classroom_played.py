@@ -132,7 +132,8 @@ def chromium_probe(base: str, out: dict, actions: int = 24) -> None:
         for k in range(actions):
             kind, name, label = plan[k % len(plan)]
             before = metric(page, label).inner_text()
-            handle = metric(page, label).element_handle()
+            # (the card's HTML is written anew on a change: watch its shadow root, which stays)
+            handle = metric(page, label).element_handle().evaluate_handle("el => el.getRootNode()")
             if kind == "button":
                 target = page.get_by_role("button", name=name).first
             elif kind.startswith("slider"):
@@ -148,10 +149,13 @@ def chromium_probe(base: str, out: dict, actions: int = 24) -> None:
                 target.click()
             try:  # (from the click's event in the page to the frame that shows the new number)
                 ms = page.wait_for_function(
-                    """([el, before]) => el.textContent.trim() !== before.trim()
-                         && performance.now() - window.kvT0""", arg=[handle, before], polling="raf", timeout=10_000)
+                    """([root, label, before]) => {
+                         const v = root.querySelector(`.kv-metric[data-label="${label}"] .kv-value`);
+                         return v && v.textContent.trim() !== before.trim() && performance.now() - window.kvT0;
+                       }""", arg=[handle, label, before], polling="raf", timeout=10_000)
                 clicks.append(ms.json_value() / 1000)
-            except Exception:  # noqa: BLE001 (an action that changed nothing: e.g. Step at the end)
+            except Exception as e:  # noqa: BLE001 (an action that changed nothing: e.g. Step at the end)
+                out["last_error"] = str(e)[:300]
                 out.setdefault("unchanged", 0)
                 out["unchanged"] = out.get("unchanged", 0) + 1
         out["clicks_s"] = clicks
@@ -226,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
                           "click_ms": summary(clicks, 1000), "unchanged": sum(p.get("unchanged", 0) for p in probes),
                           "play_steps_per_s": [round(p.get("play_steps_per_s", float("nan")), 2) for p in probes],
                           "scroll_to_node_s": [round(p.get("scroll_s", float("nan")), 3) for p in probes],
-                          "websockets": sum(len(p.get("websockets", [])) for p in probes)}
+                          "websockets": sum(len(p.get("websockets", [])) for p in probes),
+                          "errors": [p.get("last_error") for p in probes if p.get("last_error")]}
     text = json.dumps(result, indent=2)
     print(text)
     if a.json:
