@@ -182,7 +182,12 @@ def test_nginx_config_keeps_students_on_one_backend_and_passes_websockets(tmp_pa
                  "proxy_set_header Connection $connection_upgrade;", "proxy_next_upstream error timeout",
                  "proxy_next_upstream_tries 2;"):
         assert line in proxy
+    # a backend's busy 503 is the student's answer, not a failure that moves its students away
+    assert "http_503" not in next(ln for ln in proxy.splitlines() if ln.startswith("proxy_next_upstream "))
+    # the recorded lesson: read from disk by nginx, made by the backends (their routes plugin)
+    assert "location /lesson/ {" in main and str(class_server.recordings_dir()) in main
     cmd = class_server.backend_command(5100, ["*"], 60000, 2000)
+    assert cmd[cmd.index("--plugins") + 1] == "kvviz.export.routes"
     assert cmd[cmd.index("--unused-session-lifetime") + 1] == "60000" and "--num-procs" in cmd
     assert cmd[cmd.index("serve") + 1:cmd.index("--port")] == ["app.py", "teacher.py"]  # /app and /teacher
     assert cmd[cmd.index("--allow-websocket-origin") + 1] == "*"
