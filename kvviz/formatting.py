@@ -53,6 +53,20 @@ def full(m: Metrics) -> str:
     return f"{percent(m.utilisation)}% full"
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """'1 block', '2 blocks' (`many` when the plural is not `one` + 's')."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def page_tails(m: Metrics) -> str:
+    """Where a paged pool's unused slots are: the unfilled end of each request's last page."""
+    holding = m.num_running + m.num_finished
+    empty = m.slots_locked - m.tokens_held
+    return (f"Where the rest goes: {empty} of the paged pool's {m.slots_locked} token slots are empty, "
+            f"the unfilled end of the last page of its {plural(holding, 'request')}: "
+            "never more than one part-filled page for each request.")
+
+
 def rejects(m: Metrics) -> str:
     return str(m.rejected)
 

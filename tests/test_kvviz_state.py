@@ -143,15 +143,27 @@ def test_a_step_lights_what_it_read_and_any_other_action_clears_it(frag):
 # -- node 02 --------------------------------------------------------------------------------
 def test_paging_starts_with_no_naive_rejects(paging):
     assert fmt.rejects(paging.contiguous.metrics) == "0"
-    assert fmt.full(paging.paged.metrics).endswith("% full")
+    assert (fmt.full(paging.contiguous.metrics), fmt.full(paging.paged.metrics)) == ("67% full", "89% full")
 
 
 def test_add_request_eventually_makes_the_naive_pool_reject_while_paged_admits(paging):
-    for _ in range(3):
+    for _ in range(4):  # 20 free blocks: three more 6-block slabs, then a refusal
         assert paging.add_request(settle=True)
-    assert int(fmt.rejects(paging.contiguous.metrics)) >= 1
+    assert int(fmt.rejects(paging.contiguous.metrics)) == 1
     assert paging.paged.metrics.rejected == 0
-    assert len(paging.added) == 3
+    assert len(paging.added) == 4
+
+
+def test_paging_question_gives_the_free_blocks_so_the_first_add_is_no_trap(paging):
+    assert "has 20 free blocks" in paging.question().text
+    assert paging.predict("admitted")
+    assert paging.add_request(settle=True)
+    assert paging.predictions[-1]["right"]  # 20 free >= one 6-block slab: admitted, as the page says
+    for _ in range(2):
+        paging.add_request(settle=True)
+    assert "has 2 free blocks" in paging.question().text
+    assert paging.predict("refused") and paging.add_request(settle=True)
+    assert paging.predictions[-1]["right"]
 
 
 def test_add_request_refills_the_box_with_the_next_prompt_and_shows_its_table(paging):
@@ -357,6 +369,8 @@ def test_node_predictions_meet_the_engines_outcome_and_reach_explain_it_back(fra
 
 
 def test_a_prediction_for_a_request_added_while_playing_waits_for_its_admission(paging):
+    for _ in range(2):  # 8 of the 20 free blocks left: one more slab fits
+        paging.add_request(settle=True)
     assert paging.predict("refused")
     paging.add_request()  # admitted at once (a step is taken): resolved now
     assert paging.predictions[-1]["outcome"] == "admitted" and not paging.predictions[-1]["right"]
@@ -418,3 +432,4 @@ def test_step_back_keeps_both_pools_on_the_same_requests(paging):
         assert prompts[0] == prompts[1]
         assert len(paging.added_gaps) == len(paging.added)
     assert paging.step_count == 0
+

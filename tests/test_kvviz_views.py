@@ -363,7 +363,7 @@ def test_request_list_says_stopped_with_the_reason_and_counts_repeated_refusals(
     lines = why_lines(paging.contiguous, "contiguous")
     assert len(lines) == 1 and lines[0].startswith(f"{paging.contiguous.metrics.rejected} requests refused by")
     both = requests_html(paging.paged, "paging", "paged", paging.contiguous, "contiguous")
-    assert "<th>contiguous</th><th>paged</th>" in both and both.count('<tr data-request="R9"') == 1
+    assert "<th>contiguous</th><th>paged</th>" in both and both.count('<tr data-request="R8"') == 1
 
 
 def test_long_texts_are_cut_at_a_word_and_finished_replies_marked_as_stopped():
@@ -383,3 +383,4 @@ def test_each_node_shows_only_the_legend_cues_its_pictures_draw():
     assert 'data-cue="gap"' in legend_html(frag_text.LEGEND) and 'data-cue="shared"' not in legend_html(frag_text.LEGEND)
     assert 'data-cue="shared"' in legend_html(radix_text.LEGEND) and 'data-cue="reserved"' not in legend_html(
         radix_text.LEGEND)
+

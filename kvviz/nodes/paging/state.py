@@ -69,7 +69,8 @@ class PagingState(NodeState):
         return True
 
     def question(self) -> Question:
-        return Question(text.PREDICT, "Add request", ("admitted", "refused"))
+        free = self.scenario.contiguous.snapshot().metrics.blocks_free
+        return Question(text.PREDICT.format(free=free), "Add request", ("admitted", "refused"))
 
     def outcome(self) -> str:
         """What the contiguous pool did with the newest request: admitted, refused or still waiting."""
