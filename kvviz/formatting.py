@@ -32,6 +32,11 @@ def reserved_empty(m: Metrics) -> str:
     return blocks(m.blocks_reserved_empty)
 
 
+def slabs_filled(m: Metrics) -> str:
+    """SLABS FILLED: tokens held / token slots in the reserved slabs ('–' when none is held)."""
+    return f"{percent(m.utilisation)}%" if m.slots_locked else "–"
+
+
 def largest_gap(m: Metrics) -> str:
     return f"{m.largest_free_run} / {m.blocks_free} free"
 

@@ -414,8 +414,8 @@ def test_rewind_drops_the_students_additions_from_the_link(paging, radix):
 
 def test_free_r2_with_nothing_to_free_is_a_notice_not_an_error():
     frag = FragmentationState(reserve=1)  # every slab is too short: all three are refused
-    frag.free_r2()
-    assert "already refused" in frag.notice and not frag.freed_r2
+    frag.free_r2()  # (its button is off and says why; a keyboard or a script gets the same reason)
+    assert "R2 holds no slab" in frag.notice and not frag.freed_r2
     frag.reserve = 8
     frag.free_r2()
     frag.reserve = 1
@@ -432,4 +432,53 @@ def test_step_back_keeps_both_pools_on_the_same_requests(paging):
         assert prompts[0] == prompts[1]
         assert len(paging.added_gaps) == len(paging.added)
     assert paging.step_count == 0
+
+
+# -- node 01: every reserved length tells one story ------------------------------------------
+def test_slabs_filled_falls_as_the_reservation_rises():
+    filled = {r: FragmentationState(reserve=r).snapshot.metrics for r in range(3, 17)}
+    shown = [int(fmt.slabs_filled(m).rstrip("%")) for m in filled.values()]
+    assert shown == sorted(shown, reverse=True) and shown[0] > 90 and shown[-1] < 30
+    assert fmt.slabs_filled(filled[8]) == "47%"  # 60 + 60 + 60 tokens in 3 slabs of 8 x 16 slots
+    assert len({fmt.in_use(filled[r]) for r in range(4, 11)}) == 1  # while IN USE stays put
+    assert fmt.slabs_filled(FragmentationState(reserve=1).snapshot.metrics) == "–"  # no slab held
+
+
+def test_every_reserved_length_gives_a_coherent_headline_question_and_free_r2():
+    from kvviz.figures.request_list import headline_html
+    from kvviz.nodes.fragmentation import text
+
+    for reserve in range(1, 17):
+        frag = FragmentationState(reserve=reserve)
+        snap, head = frag.snapshot, headline_html(frag.snapshot)
+        refused = [r.name for r in snap.requests if r.status == "refused"]
+        for name in refused:  # the headline names every refused request
+            assert name in head, (reserve, head)
+        if reserve == 1:
+            assert "All 3 requests refused (R1, R2, R3)." in head
+        r2_ran = "R2" not in refused
+        assert (frag.question() is not None) == r2_ran, reserve  # never a question about an R2 that never ran
+        assert bool(frag.free_r2_off) != r2_ran, reserve
+        if not r2_ran:
+            assert frag.free_r2_off == text.NO_R2.format(why=snap.request("R2").reason)
+        cut = snap.metrics.cut_off
+        # the Try-it's claims: CUT OFF below 4 (where a slab is held), a prompt too long for its slab below 3
+        assert (cut > 0) == (2 <= reserve <= 3), (reserve, cut)
+        assert bool(refused) == (reserve < 3 or reserve > 10), (reserve, refused)
+
+
+def test_changing_the_length_drops_a_prediction_locked_for_the_old_one(frag):
+    assert frag.predict("refused") and frag.predicted
+    frag.reserve = 1
+    assert frag.predicted == {} and frag.question() is None
+    frag.reserve = 6
+    assert "6-block slabs" in frag.question().text
+
+
+def test_free_r2_done_turns_its_button_off_with_the_reason(frag):
+    assert frag.free_r2_off == ""
+    frag.free_r2()
+    assert frag.freed_r2 and "Reset" in frag.free_r2_off
+    frag.reset()
+    assert frag.free_r2_off == ""
 

@@ -60,11 +60,12 @@ class Prediction(pn.viewable.Viewer):
         super().__init__(**params)
         s = self.state
         first = s.question() or predict.Question("", "")
-        if first.choices:  # one button per choice: a click commits
+        choices = s.CHOICES if s.CHOICES is not None else first.choices
+        if choices:  # one button per choice: a click commits
             self.entry = None
             buttons = [pn.widgets.Button(label=f"Predict: {c}", color="primary", variant="outline",
-                                         css_classes=["kv-predict-choice"]) for c in first.choices]
-            for c, b in zip(first.choices, buttons, strict=True):
+                                         css_classes=["kv-predict-choice"]) for c in choices]
+            for c, b in zip(choices, buttons, strict=True):
                 b.on_click(lambda _e, c=c: self._lock(c))
             widgets = buttons
         else:

@@ -46,6 +46,7 @@ class NodeState(param.Parameterized):
                                    doc="a context manager sending the updates inside it as one message")
 
     key = "node"
+    CHOICES: tuple[str, ...] | None = None  # the answers of the node's question, even while none is asked
 
     @property
     def timelines(self):

@@ -68,9 +68,11 @@ class PagingState(NodeState):
                       playing=added is Added.PLAYING)
         return True
 
+    CHOICES = ("admitted", "refused")
+
     def question(self) -> Question:
         free = self.scenario.contiguous.snapshot().metrics.blocks_free
-        return Question(text.PREDICT.format(free=free), "Add request", ("admitted", "refused"))
+        return Question(text.PREDICT.format(free=free), "Add request", self.CHOICES)
 
     def outcome(self) -> str:
         """What the contiguous pool did with the newest request: admitted, refused or still waiting."""
