@@ -72,6 +72,20 @@ def page_tails(m: Metrics) -> str:
             "never more than one part-filled page for each request.")
 
 
+def stored_sum(snap: Snapshot) -> str:
+    """BLOCKS STORED as the engine counts it: the blocks two or more live requests share, once,
+    plus each live request's own ('6 shared + 4 × 3 own = 18')."""
+    tables = [set(r.block_table) for r in snap.requests if r.block_table]
+    holders: dict[int, int] = {}
+    for t in tables:
+        for b in t:
+            holders[b] = holders.get(b, 0) + 1
+    shared = sum(1 for n in holders.values() if n > 1)
+    own = [sum(1 for b in t if holders[b] == 1) for t in tables]
+    own_text = f"{len(own)} × {own[0]} own" if len(set(own)) == 1 else " + ".join(map(str, own)) + " own"
+    return f"{shared} shared + {own_text} = {shared + sum(own)}"
+
+
 def rejects(m: Metrics) -> str:
     return str(m.rejected)
 

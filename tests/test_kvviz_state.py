@@ -358,14 +358,15 @@ def test_node_predictions_meet_the_engines_outcome_and_reach_explain_it_back(fra
     assert frag.predict("admitted")
     frag.free_r2()
     assert frag.predictions[-1] == {"node": "fragmentation", "question": frag.predictions[-1]["question"],
-                                    "predicted": "admitted", "outcome": "refused", "right": False}
+                                    "predicted": "admitted", "outcome": "refused", "right": False,
+                                    "why": frag.explain()}
     assert frag.question() is None and frag.predicted == {}
     assert radix.predict("18")
     radix.sharing = True
     assert radix.predictions[-1]["outcome"] == "18" and radix.predictions[-1]["right"]
     ex.check("gap_after_free", "8")
     assert [p["node"] for p in ex.predictions] == ["fragmentation", "radix", "fragmentation"]
-    assert all(set(p) == {"node", "question", "predicted", "outcome", "right"} for p in ex.predictions)
+    assert all(set(p) == {"node", "question", "predicted", "outcome", "right", "why"} for p in ex.predictions)
 
 
 def test_a_prediction_for_a_request_added_while_playing_waits_for_its_admission(paging):
@@ -482,3 +483,59 @@ def test_free_r2_done_turns_its_button_off_with_the_reason(frag):
     frag.reset()
     assert frag.free_r2_off == ""
 
+
+# -- a prediction answered with the engine's own arithmetic ----------------------------------
+def test_a_wrong_blocks_stored_is_answered_with_shared_plus_own(radix):
+    from kvviz.nodes import predict
+
+    assert radix.predict("9")
+    radix.sharing = True
+    entry = radix.predictions[-1]
+    assert (entry["outcome"], entry["right"]) == ("18", False)
+    assert "6 shared + 4 × 3 own = 18" in predict.verdict(entry)
+    assert fmt.stored_sum(radix.snapshot).endswith(f"= {radix.snapshot.metrics.blocks_stored}")
+
+
+def test_wrong_predictions_of_nodes_01_and_02_give_the_engines_numbers(frag, paging):
+    from kvviz.nodes import predict
+
+    assert frag.predict("admitted")
+    frag.free_r2()
+    said = predict.verdict(frag.predictions[-1])
+    assert said.startswith("You predicted admitted; the engine: refused. Not this time: ")
+    assert "16 blocks are free, but the longest run of them is 8, short of the 12 in a row R4 needs" in said
+    assert paging.predict("refused") and paging.add_request(settle=True)
+    said = predict.verdict(paging.predictions[-1])
+    assert "room for its 6-block slab: it got blocks 12–17, leaving 14 free" in said
+    for _ in range(2):
+        paging.add_request(settle=True)
+    assert paging.predict("admitted") and paging.add_request(settle=True)
+    said = predict.verdict(paging.predictions[-1])
+    assert "in the contiguous pool, R6 needs 6 consecutive blocks; only 2 are free. The paged pool admitted it" in said
+    assert not any("look at the picture" in predict.verdict(e) for e in frag.predictions + paging.predictions)
+
+
+def test_reset_hides_the_old_verdict_but_keeps_the_record(frag):
+    from kvviz.figures.prediction import shows_verdict, status_html
+
+    frag.predict("refused")
+    frag.free_r2()
+    assert shows_verdict(frag) and "Right: after R2&#x27;s release" in status_html(frag)
+    frag.reset()
+    assert not shows_verdict(frag) and "kv-empty" in status_html(frag)
+    assert len(frag.predictions) == 1  # (still in the download and the hand-in)
+    frag.predict("admitted")
+    frag.free_r2()
+    assert shows_verdict(frag) and "Not this time" in status_html(frag)
+
+
+def test_the_predictions_list_names_each_node_once():
+    from kvviz.nodes.explain.view import predictions_html
+
+    entries = [{"node": "fragmentation", "question": "Node 01, 8-block slabs: what?", "predicted": "8",
+                "outcome": "8", "right": True, "why": "w"},
+               {"node": "radix", "question": "Predict first: how many?", "predicted": "9", "outcome": "18",
+                "right": False, "why": "6 shared + 4 × 3 own = 18"}]
+    out = predictions_html(entries)
+    assert "Node 01: Node 01" not in out and "Node 01, 8-block slabs" in out
+    assert "Node 03: Predict first" in out and "6 shared + 4 × 3 own = 18" in out

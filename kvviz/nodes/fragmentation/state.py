@@ -6,7 +6,7 @@ import param
 
 from engine import Snapshot
 from kvviz.nodes.fragmentation import text
-from kvviz.nodes.fragmentation.scenario import FragmentationScenario
+from kvviz.nodes.fragmentation.scenario import LONG_REQUEST_BLOCKS, FragmentationScenario
 from kvviz.nodes.predict import Question
 from kvviz.nodes.scenario_base import fresh
 from kvviz.nodes.state_base import NodeState
@@ -73,8 +73,18 @@ class FragmentationState(NodeState):
         newest = self.scenario.snapshot().requests[-1]
         return "refused" if newest.status == "refused" else "admitted"
 
+    def explain(self) -> str:
+        snap = self.scenario.snapshot()
+        newest, m = snap.requests[-1], snap.metrics
+        if newest.status == "refused":
+            return text.WHY_REFUSED.format(free=m.blocks_free, run=m.largest_free_run, need=LONG_REQUEST_BLOCKS,
+                                           name=newest.name)
+        table = newest.block_table
+        return text.WHY_ADMITTED.format(need=len(table), name=newest.name, first=min(table), last=max(table))
+
     def reset(self) -> None:
         """Back to the defaults, widgets included: one update that every binding hears."""
         default = self.param.reserve.default
         self.scenario = fresh(FragmentationScenario, default)
-        self._refresh("Back to the lesson's starting point.", playing=False, reserve=default, predicted={})
+        self._refresh("Back to the lesson's starting point.", playing=False, reserve=default, predicted={},
+                      verdict_shown=False)

@@ -35,6 +35,9 @@ TRY = (
 
 PREDICT = ("Predict first: with {reserve}-block slabs, R2 is released and a request needing "
            f"{LONG_REQUEST_BLOCKS} blocks in a row arrives. Will it get its slab?")
+WHY_REFUSED = ("after R2's release {free} blocks are free, but the longest run of them is {run}, short of "
+               "the {need} in a row {name} needs.")
+WHY_ADMITTED = "after R2's release a run of {need} free blocks was there: {name} got blocks {first}–{last}."
 FREED = "Free R2 is done: press Reset to start again."
 NO_R2 = "Free R2 is off at this length: R2 holds no slab to free ({why})."
 RAN_FIRST = "R1, R2 and R3 were run to the end first; then R2 was released."

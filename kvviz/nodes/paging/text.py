@@ -37,6 +37,9 @@ TRY = (
 PREDICT = ("Predict first: the contiguous pool has {free} free blocks, and the next request locks a "
            f"{_SLAB}-block slab there (the paged pool gives it just the pages it fills). Will the contiguous "
            "pool admit it?")
+WHY_REFUSED = "in the contiguous pool, {reason}."
+PAGED_TOO = " The paged pool admitted it: it takes a page only as one fills."
+WHY_ADMITTED = "the contiguous pool still had room for its {slab}-block slab: it got blocks {first}–{last}, leaving {free} free."
 LEGEND = ("tokens", "reserved", "free", "gap", "copy", "read", "bar")
 
 PROMPT_LABEL = "Prompt (plain text, up to 200 characters)"
