@@ -117,7 +117,8 @@ class Scheduler:
             if self.radix is not None:
                 self.radix.unlock(req.radix_node)
                 req.radix_node = None
-            why = f"{req.name} needs {need} free blocks for its prompt; {self.pool.num_free} are free"
+            why = (f"{req.name} needs {need} free block{'s' if need != 1 else ''} for its prompt; "
+                   f"{self.pool.num_free} {'is' if self.pool.num_free == 1 else 'are'} free")
             if self.radix is not None:
                 why += " after evicting every idle cached prefix"
             return Admission(ok=False, reason=why)

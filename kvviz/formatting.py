@@ -32,6 +32,11 @@ def reserved_empty(m: Metrics) -> str:
     return blocks(m.blocks_reserved_empty)
 
 
+def slabs_filled(m: Metrics) -> str:
+    """SLABS FILLED: tokens held / token slots in the reserved slabs ('–' when none is held)."""
+    return f"{percent(m.utilisation)}%" if m.slots_locked else "–"
+
+
 def largest_gap(m: Metrics) -> str:
     return f"{m.largest_free_run} / {m.blocks_free} free"
 
@@ -51,6 +56,34 @@ def cut_off(m: Metrics) -> str:
 def full(m: Metrics) -> str:
     """CONTIGUOUS / PAGED: the pool's utilisation (tokens held / slots locked)."""
     return f"{percent(m.utilisation)}% full"
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """'1 block', '2 blocks' (`many` when the plural is not `one` + 's')."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def page_tails(m: Metrics) -> str:
+    """Where a paged pool's unused slots are: the unfilled end of each request's last page."""
+    holding = m.num_running + m.num_finished
+    empty = m.slots_locked - m.tokens_held
+    return (f"Where the rest goes: {empty} of the paged pool's {m.slots_locked} token slots are empty, "
+            f"the unfilled end of the last page of its {plural(holding, 'request')}: "
+            "never more than one part-filled page for each request.")
+
+
+def stored_sum(snap: Snapshot) -> str:
+    """BLOCKS STORED as the engine counts it: the blocks two or more live requests share, once,
+    plus each live request's own ('6 shared + 4 × 3 own = 18')."""
+    tables = [set(r.block_table) for r in snap.requests if r.block_table]
+    holders: dict[int, int] = {}
+    for t in tables:
+        for b in t:
+            holders[b] = holders.get(b, 0) + 1
+    shared = sum(1 for n in holders.values() if n > 1)
+    own = [sum(1 for b in t if holders[b] == 1) for t in tables]
+    own_text = f"{len(own)} × {own[0]} own" if len(set(own)) == 1 else " + ".join(map(str, own)) + " own"
+    return f"{shared} shared + {own_text} = {shared + sum(own)}"
 
 
 def rejects(m: Metrics) -> str:

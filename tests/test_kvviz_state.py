@@ -143,15 +143,27 @@ def test_a_step_lights_what_it_read_and_any_other_action_clears_it(frag):
 # -- node 02 --------------------------------------------------------------------------------
 def test_paging_starts_with_no_naive_rejects(paging):
     assert fmt.rejects(paging.contiguous.metrics) == "0"
-    assert fmt.full(paging.paged.metrics).endswith("% full")
+    assert (fmt.full(paging.contiguous.metrics), fmt.full(paging.paged.metrics)) == ("67% full", "89% full")
 
 
 def test_add_request_eventually_makes_the_naive_pool_reject_while_paged_admits(paging):
-    for _ in range(3):
+    for _ in range(4):  # 20 free blocks: three more 6-block slabs, then a refusal
         assert paging.add_request(settle=True)
-    assert int(fmt.rejects(paging.contiguous.metrics)) >= 1
+    assert int(fmt.rejects(paging.contiguous.metrics)) == 1
     assert paging.paged.metrics.rejected == 0
-    assert len(paging.added) == 3
+    assert len(paging.added) == 4
+
+
+def test_paging_question_gives_the_free_blocks_so_the_first_add_is_no_trap(paging):
+    assert "has 20 free blocks" in paging.question().text
+    assert paging.predict("admitted")
+    assert paging.add_request(settle=True)
+    assert paging.predictions[-1]["right"]  # 20 free >= one 6-block slab: admitted, as the page says
+    for _ in range(2):
+        paging.add_request(settle=True)
+    assert "has 2 free blocks" in paging.question().text
+    assert paging.predict("refused") and paging.add_request(settle=True)
+    assert paging.predictions[-1]["right"]
 
 
 def test_add_request_refills_the_box_with_the_next_prompt_and_shows_its_table(paging):
@@ -346,17 +358,20 @@ def test_node_predictions_meet_the_engines_outcome_and_reach_explain_it_back(fra
     assert frag.predict("admitted")
     frag.free_r2()
     assert frag.predictions[-1] == {"node": "fragmentation", "question": frag.predictions[-1]["question"],
-                                    "predicted": "admitted", "outcome": "refused", "right": False}
+                                    "predicted": "admitted", "outcome": "refused", "right": False,
+                                    "why": frag.explain()}
     assert frag.question() is None and frag.predicted == {}
     assert radix.predict("18")
     radix.sharing = True
     assert radix.predictions[-1]["outcome"] == "18" and radix.predictions[-1]["right"]
     ex.check("gap_after_free", "8")
     assert [p["node"] for p in ex.predictions] == ["fragmentation", "radix", "fragmentation"]
-    assert all(set(p) == {"node", "question", "predicted", "outcome", "right"} for p in ex.predictions)
+    assert all(set(p) == {"node", "question", "predicted", "outcome", "right", "why"} for p in ex.predictions)
 
 
 def test_a_prediction_for_a_request_added_while_playing_waits_for_its_admission(paging):
+    for _ in range(2):  # 8 of the 20 free blocks left: one more slab fits
+        paging.add_request(settle=True)
     assert paging.predict("refused")
     paging.add_request()  # admitted at once (a step is taken): resolved now
     assert paging.predictions[-1]["outcome"] == "admitted" and not paging.predictions[-1]["right"]
@@ -400,8 +415,8 @@ def test_rewind_drops_the_students_additions_from_the_link(paging, radix):
 
 def test_free_r2_with_nothing_to_free_is_a_notice_not_an_error():
     frag = FragmentationState(reserve=1)  # every slab is too short: all three are refused
-    frag.free_r2()
-    assert "already refused" in frag.notice and not frag.freed_r2
+    frag.free_r2()  # (its button is off and says why; a keyboard or a script gets the same reason)
+    assert "R2 holds no slab" in frag.notice and not frag.freed_r2
     frag.reserve = 8
     frag.free_r2()
     frag.reserve = 1
@@ -418,3 +433,109 @@ def test_step_back_keeps_both_pools_on_the_same_requests(paging):
         assert prompts[0] == prompts[1]
         assert len(paging.added_gaps) == len(paging.added)
     assert paging.step_count == 0
+
+
+# -- node 01: every reserved length tells one story ------------------------------------------
+def test_slabs_filled_falls_as_the_reservation_rises():
+    filled = {r: FragmentationState(reserve=r).snapshot.metrics for r in range(3, 17)}
+    shown = [int(fmt.slabs_filled(m).rstrip("%")) for m in filled.values()]
+    assert shown == sorted(shown, reverse=True) and shown[0] > 90 and shown[-1] < 30
+    assert fmt.slabs_filled(filled[8]) == "47%"  # 60 + 60 + 60 tokens in 3 slabs of 8 x 16 slots
+    assert len({fmt.in_use(filled[r]) for r in range(4, 11)}) == 1  # while IN USE stays put
+    assert fmt.slabs_filled(FragmentationState(reserve=1).snapshot.metrics) == "–"  # no slab held
+
+
+def test_every_reserved_length_gives_a_coherent_headline_question_and_free_r2():
+    from kvviz.figures.request_list import headline_html
+    from kvviz.nodes.fragmentation import text
+
+    for reserve in range(1, 17):
+        frag = FragmentationState(reserve=reserve)
+        snap, head = frag.snapshot, headline_html(frag.snapshot)
+        refused = [r.name for r in snap.requests if r.status == "refused"]
+        for name in refused:  # the headline names every refused request
+            assert name in head, (reserve, head)
+        if reserve == 1:
+            assert "All 3 requests refused (R1, R2, R3)." in head
+        r2_ran = "R2" not in refused
+        assert (frag.question() is not None) == r2_ran, reserve  # never a question about an R2 that never ran
+        assert bool(frag.free_r2_off) != r2_ran, reserve
+        if not r2_ran:
+            assert frag.free_r2_off == text.NO_R2.format(why=snap.request("R2").reason)
+        cut = snap.metrics.cut_off
+        # the Try-it's claims: CUT OFF below 4 (where a slab is held), a prompt too long for its slab below 3
+        assert (cut > 0) == (2 <= reserve <= 3), (reserve, cut)
+        assert bool(refused) == (reserve < 3 or reserve > 10), (reserve, refused)
+
+
+def test_changing_the_length_drops_a_prediction_locked_for_the_old_one(frag):
+    assert frag.predict("refused") and frag.predicted
+    frag.reserve = 1
+    assert frag.predicted == {} and frag.question() is None
+    frag.reserve = 6
+    assert "6-block slabs" in frag.question().text
+
+
+def test_free_r2_done_turns_its_button_off_with_the_reason(frag):
+    assert frag.free_r2_off == ""
+    frag.free_r2()
+    assert frag.freed_r2 and "Reset" in frag.free_r2_off
+    frag.reset()
+    assert frag.free_r2_off == ""
+
+
+# -- a prediction answered with the engine's own arithmetic ----------------------------------
+def test_a_wrong_blocks_stored_is_answered_with_shared_plus_own(radix):
+    from kvviz.nodes import predict
+
+    assert radix.predict("9")
+    radix.sharing = True
+    entry = radix.predictions[-1]
+    assert (entry["outcome"], entry["right"]) == ("18", False)
+    assert "6 shared + 4 × 3 own = 18" in predict.verdict(entry)
+    assert fmt.stored_sum(radix.snapshot).endswith(f"= {radix.snapshot.metrics.blocks_stored}")
+
+
+def test_wrong_predictions_of_nodes_01_and_02_give_the_engines_numbers(frag, paging):
+    from kvviz.nodes import predict
+
+    assert frag.predict("admitted")
+    frag.free_r2()
+    said = predict.verdict(frag.predictions[-1])
+    assert said.startswith("You predicted admitted; the engine: refused. Not this time: ")
+    assert "16 blocks are free, but the longest run of them is 8, short of the 12 in a row R4 needs" in said
+    assert paging.predict("refused") and paging.add_request(settle=True)
+    said = predict.verdict(paging.predictions[-1])
+    assert "room for its 6-block slab: it got blocks 12–17, leaving 14 free" in said
+    for _ in range(2):
+        paging.add_request(settle=True)
+    assert paging.predict("admitted") and paging.add_request(settle=True)
+    said = predict.verdict(paging.predictions[-1])
+    assert "in the contiguous pool, R6 needs 6 consecutive blocks; only 2 are free. The paged pool admitted it" in said
+    assert not any("look at the picture" in predict.verdict(e) for e in frag.predictions + paging.predictions)
+
+
+def test_reset_hides_the_old_verdict_but_keeps_the_record(frag):
+    from kvviz.figures.prediction import shows_verdict, status_html
+
+    frag.predict("refused")
+    frag.free_r2()
+    assert shows_verdict(frag) and "Right: after R2&#x27;s release" in status_html(frag)
+    frag.reset()
+    assert not shows_verdict(frag) and "kv-empty" in status_html(frag)
+    assert len(frag.predictions) == 1  # (still in the download and the hand-in)
+    frag.predict("admitted")
+    frag.free_r2()
+    assert shows_verdict(frag) and "Not this time" in status_html(frag)
+
+
+def test_the_predictions_list_names_each_node_once():
+    from kvviz.nodes.explain.view import predictions_html
+
+    entries = [{"node": "fragmentation", "question": "Node 01, 8-block slabs: what?", "predicted": "8",
+                "outcome": "8", "right": True, "why": "w"},
+               {"node": "radix", "question": "Predict first: how many?", "predicted": "9", "outcome": "18",
+                "right": False, "why": "6 shared + 4 × 3 own = 18"}]
+    out = predictions_html(entries)
+    assert "Node 01: Node 01" not in out and "Node 01, 8-block slabs" in out
+    assert "Node 03: Predict first" in out and "6 shared + 4 × 3 own = 18" in out

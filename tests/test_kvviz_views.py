@@ -363,7 +363,7 @@ def test_request_list_says_stopped_with_the_reason_and_counts_repeated_refusals(
     lines = why_lines(paging.contiguous, "contiguous")
     assert len(lines) == 1 and lines[0].startswith(f"{paging.contiguous.metrics.rejected} requests refused by")
     both = requests_html(paging.paged, "paging", "paged", paging.contiguous, "contiguous")
-    assert "<th>contiguous</th><th>paged</th>" in both and both.count('<tr data-request="R9"') == 1
+    assert "<th>contiguous</th><th>paged</th>" in both and both.count('<tr data-request="R8"') == 1
 
 
 def test_long_texts_are_cut_at_a_word_and_finished_replies_marked_as_stopped():
@@ -383,3 +383,26 @@ def test_each_node_shows_only_the_legend_cues_its_pictures_draw():
     assert 'data-cue="gap"' in legend_html(frag_text.LEGEND) and 'data-cue="shared"' not in legend_html(frag_text.LEGEND)
     assert 'data-cue="shared"' in legend_html(radix_text.LEGEND) and 'data-cue="reserved"' not in legend_html(
         radix_text.LEGEND)
+
+
+def test_node_01_opened_where_r2_never_ran_still_offers_the_choices_once_it_does():
+    from kvviz.figures.prediction import Prediction
+
+    state = FragmentationState(reserve=1)
+    panel = Prediction(state=state)
+    labels = [b.name for b in panel.controls.objects]
+    assert labels == ["Predict: admitted", "Predict: refused"] and panel.entry is None
+    assert not panel.controls.visible  # no question while there is no R2
+    state.reserve = 8
+    assert panel.controls.visible and "8-block slabs" in panel.question.object
+
+
+def test_free_r2_is_off_with_its_reason_where_there_is_no_r2():
+    state = FragmentationState(reserve=2)
+    view = FragmentationView(state=state)
+    free = [w for w in view._layout.select(pn.widgets.Button) if w.name == "Free R2"][0]
+    assert free.disabled
+    off = [p for p in view._layout.select(pn.pane.HTML) if "kv-off" in str(p.object)][0]
+    assert "R2 holds no slab" in off.object and "reservation is only 2" in off.object
+    state.reserve = 8
+    assert not free.disabled and state.free_r2_off == ""

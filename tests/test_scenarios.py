@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 
 from engine import Engine, EngineConfig
+from kvviz import formatting as fmt
 from kvviz.nodes.fragmentation.scenario import FragmentationScenario
+from kvviz.nodes.paging.recording import ADDS
 from kvviz.nodes.paging.scenario import PagingScenario
 from kvviz.nodes.radix.scenario import (
     MORE_QUESTIONS,
@@ -20,7 +22,7 @@ from kvviz.nodes.radix.scenario import (
 )
 from kvviz.nodes.scenario_base import BLOCK_SIZE, max_new_for
 
-PAGING_ADDS = 10  # requests added one at a time to node 02's two pools, after its initial four
+PAGING_ADDS = 10  # requests added one at a time to node 02's two pools, after its initial two
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +118,28 @@ def test_paging_contiguous_pool_rejects_while_the_paged_pool_keeps_admitting(pag
     assert len(paging_history) - first_reject >= 5  # the paged pool is watched for 4 or more adds after
     assert all(p.rejected == 0 for _, p in paging_history)
     assert paging_history[-1][0].rejected == len(paging_history) - first_reject
+
+
+def test_paging_opens_at_67_percent_contiguous_89_percent_paged_and_no_rejects(paging_history):
+    contiguous, paged = paging_history[0]
+    assert (fmt.full(contiguous), fmt.full(paged), fmt.rejects(contiguous)) == ("67% full", "89% full", "0")
+    # two requests of 63 and 65 tokens: 2 six-block slabs (192 slots), or 4 + 5 pages (144 slots)
+    assert (contiguous.tokens_held, contiguous.slots_locked, paged.slots_locked) == (128, 192, 144)
+
+
+def test_paging_paged_pool_stays_at_least_85_percent_full_over_the_recorded_adds(paging_history):
+    assert len(paging_history) - 1 >= ADDS  # every Add request of the static export's recording
+    assert all(fmt.percent(p.utilisation) >= 85 for _, p in paging_history)
+    assert all(fmt.percent(c.utilisation) < 70 for c, _ in paging_history)
+
+
+def test_paging_says_the_rest_is_one_partial_page_per_request(paging_history):
+    _, paged = paging_history[0]
+    assert fmt.page_tails(paged) == (
+        "Where the rest goes: 16 of the paged pool's 144 token slots are empty, the unfilled end of the last "
+        "page of its 2 requests: never more than one part-filled page for each request.")
+    for _, p in paging_history:  # never more than one partial page per request
+        assert p.slots_locked - p.tokens_held < 16 * (p.num_running + p.num_finished)
 
 
 def test_paging_paged_pool_is_better_utilised_than_the_contiguous_one(paging_history):

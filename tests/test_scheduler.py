@@ -107,7 +107,7 @@ def test_request_that_does_not_fit_is_refused_under_admission_refuse(make_engine
     engine.step()
     req = engine.requests[late]
     assert req.status is Status.REFUSED
-    assert req.reason == "R2 needs 2 free blocks for its prompt; 1 are free"
+    assert req.reason == "R2 needs 2 free blocks for its prompt; 1 is free"
     assert engine.metrics().rejected == 1
 
 
@@ -256,3 +256,13 @@ def test_idle_cached_blocks_do_not_count_as_stored_so_saved_stays_non_negative(m
     assert m.blocks_cached_idle > 0
     assert m.blocks_stored == len(engine.requests[ids[2]].block_table) == m.blocks_without_sharing
     assert m.saved == 0.0
+
+
+def test_a_refusal_for_one_block_says_block_not_blocks(make_engine):
+    engine = make_engine(block_size=4, num_blocks=2, admission="refuse")
+    engine.add_request("aaaaaaa", max_new_tokens=1)  # 8 tokens of KV at most: both blocks
+    engine.step()
+    rid = engine.add_request("b", max_new_tokens=1)
+    engine.step()
+    reason = engine.requests[rid].reason
+    assert "needs 1 free block for its prompt; 0 are free" in reason, reason

@@ -39,7 +39,7 @@ def status_html(state: NodeState) -> str:
 
 def shows_verdict(state: NodeState) -> bool:
     """Whether the panel shows a resolved prediction of this node beside the engine's outcome."""
-    return (not state.prediction_note and not state.predicted and bool(state.predictions)
+    return (state.verdict_shown and not state.prediction_note and not state.predicted and bool(state.predictions)
             and state.predictions[-1]["node"] == state.key)
 
 
@@ -60,11 +60,12 @@ class Prediction(pn.viewable.Viewer):
         super().__init__(**params)
         s = self.state
         first = s.question() or predict.Question("", "")
-        if first.choices:  # one button per choice: a click commits
+        choices = s.CHOICES if s.CHOICES is not None else first.choices
+        if choices:  # one button per choice: a click commits
             self.entry = None
             buttons = [pn.widgets.Button(label=f"Predict: {c}", color="primary", variant="outline",
-                                         css_classes=["kv-predict-choice"]) for c in first.choices]
-            for c, b in zip(first.choices, buttons, strict=True):
+                                         css_classes=["kv-predict-choice"]) for c in choices]
+            for c, b in zip(choices, buttons, strict=True):
                 b.on_click(lambda _e, c=c: self._lock(c))
             widgets = buttons
         else:
@@ -80,7 +81,8 @@ class Prediction(pn.viewable.Viewer):
         self.after, self.below = None, None  # after_verdict(), and its place, once a verdict has shown
         self._layout = pn.Column(self.question, self.controls, self.status, sizing_mode="stretch_width",
                                  css_classes=["kv-predict"], margin=(4, 0))
-        s.param.watch(lambda *_e: self._render(), ["version", "predicted", "predictions", "prediction_note"])
+        s.param.watch(lambda *_e: self._render(),
+                      ["version", "predicted", "predictions", "prediction_note", "verdict_shown"])
         self._render()
 
     def _lock(self, choice: str | None = None) -> None:

@@ -112,8 +112,12 @@ def headline_html(snap: Snapshot) -> str:
     if not refused:
         return '<div class="kv-headline kv-empty"></div>'
     r = refused[-1]
-    return (f'<div class="kv-headline kv-why" role="status"><b>{html.escape(r.name)} refused:</b> '
-            f'{html.escape(r.reason)}</div>')
+    if len(refused) == 1:
+        return (f'<div class="kv-headline kv-why" role="status"><b>{html.escape(r.name)} refused:</b> '
+                f'{html.escape(r.reason)}</div>')
+    every = "All " if len(refused) == len(snap.requests) else ""
+    return (f'<div class="kv-headline kv-why" role="status"><b>{every}{len(refused)} requests refused '
+            f'({html.escape(_names(refused))}).</b> The latest, {html.escape(r.name)}: {html.escape(r.reason)}</div>')
 
 
 class RequestList(pn.viewable.Viewer):

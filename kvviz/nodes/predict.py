@@ -1,8 +1,10 @@
 """Predict, then run: a node asks the student to commit to a prediction before its key action
 (Free R2, Add request, Prefix sharing on); the engine's outcome then appears beside it.
 
-A resolved prediction is a plain dict, {node, question, predicted, outcome, right}, so it can
-go into the explain-it-back download and, later, be handed in as it is.
+A resolved prediction is a plain dict, {node, question, predicted, outcome, right, why}, so it
+can go into the explain-it-back download and be handed in. `why` is the engine's own arithmetic
+for the state it resolved in (each node's `NodeState.explain`), so a miss is answered, not
+just marked.
 """
 
 from __future__ import annotations
@@ -34,12 +36,15 @@ def read(question: Question, typed: str) -> tuple[str | None, str]:
     return str(number), ""
 
 
-def record(node: str, pending: dict, outcome: str) -> dict:
+def record(node: str, pending: dict, outcome: str, why: str = "") -> dict:
     return {"node": node, "question": pending["question"], "predicted": pending["predicted"],
-            "outcome": outcome, "right": pending["predicted"] == outcome}
+            "outcome": outcome, "right": pending["predicted"] == outcome, "why": why}
 
 
 def verdict(entry: dict) -> str:
-    """One sentence on a resolved prediction."""
+    """A resolved prediction beside the engine's outcome, and the engine's arithmetic for it."""
     said = f"You predicted {entry['predicted']}; the engine: {entry['outcome']}."
-    return f"{said} Right." if entry["right"] else f"{said} Not this time: look at the picture for why."
+    why = entry.get("why", "")
+    if entry["right"]:
+        return f"{said} Right: {why}" if why else f"{said} Right."
+    return f"{said} Not this time: {why}" if why else f"{said} Not this time."

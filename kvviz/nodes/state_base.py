@@ -41,11 +41,13 @@ class NodeState(param.Parameterized):
     predicted = param.Dict(default={}, doc="the student's pending prediction: {question, predicted}, or {}")
     predictions = param.List(default=[], doc="resolved predictions: {node, question, predicted, outcome, right}")
     prediction_note = param.String(default="", doc="why a typed prediction was not taken, or ''")
+    verdict_shown = param.Boolean(default=False, doc="the newest resolved prediction is on show (Reset hides it)")
 
     batch_updates = param.Callable(default=contextlib.nullcontext, precedence=-1,
                                    doc="a context manager sending the updates inside it as one message")
 
     key = "node"
+    CHOICES: tuple[str, ...] | None = None  # the answers of the node's question, even while none is asked
 
     @property
     def timelines(self):
@@ -103,6 +105,10 @@ class NodeState(param.Parameterized):
         """What the key action just did, in the terms of `question()`'s answer."""
         raise NotImplementedError
 
+    def explain(self) -> str:
+        """Why the engine did `outcome()`: its own numbers for the state now (one sentence)."""
+        return ""
+
     def predict(self, typed: str) -> bool:
         """Commit to a prediction for the next key action (bad input: a note, nothing kept)."""
         question = self.question()
@@ -119,8 +125,8 @@ class NodeState(param.Parameterized):
     def _resolve_prediction(self) -> None:
         """After the key action ran: the pending prediction meets the engine's outcome."""
         if self.predicted:
-            entry = predict.record(self.key, self.predicted, self.outcome())
-            self.param.update(predictions=[*self.predictions, entry], predicted={})
+            entry = predict.record(self.key, self.predicted, self.outcome(), self.explain())
+            self.param.update(predictions=[*self.predictions, entry], predicted={}, verdict_shown=True)
 
     # -- the transport: watching the engine step by step ------------------------------------
     def step(self) -> bool:

@@ -161,7 +161,8 @@ def test_a_student_hands_in_from_node_01s_prediction_and_the_teacher_sees_the_pr
     expect(student.locator(".kv-handin")).to_have_count(0)  # nothing offered before the engine has answered
     student.get_by_role("button", name="Free R2").click()
     verdict = student.locator('.kv-predict-note[data-node="fragmentation"]')
-    expect(verdict).to_have_text("You predicted refused; the engine: refused. Right.")
+    expect(verdict).to_have_text("You predicted refused; the engine: refused. Right: after R2's release 16 blocks are "
+                                 "free, but the longest run of them is 8, short of the 12 in a row R4 needs.")
     row = student.locator(".kv-predict .kv-handin-row")
     expect(row).to_be_visible()
     assert row.bounding_box()["y"] >= verdict.bounding_box()["y"] + verdict.bounding_box()["height"] - 1  # under it

@@ -22,8 +22,13 @@ def test_node_01_prediction_is_locked_in_then_met_by_the_engines_outcome(page, l
     page.get_by_role("button", name="Predict: refused").click()
     expect(note(page, "fragmentation")).to_contain_text("Locked in: refused. Now use Free R2")
     page.get_by_role("button", name="Free R2").click()
-    expect(note(page, "fragmentation")).to_have_text("You predicted refused; the engine: refused. Right.")
+    expect(note(page, "fragmentation")).to_have_text(
+        "You predicted refused; the engine: refused. Right: after R2's release 16 blocks are free, but the longest "
+        "run of them is 8, short of the 12 in a row R4 needs.")
     expect(page.get_by_role("button", name="Predict: refused")).to_be_hidden()  # asked once per Free R2
+    page.get_by_role("button", name="Reset").click()  # a fresh start: the old verdict goes, the question is back
+    expect(note(page, "fragmentation")).to_have_count(0)
+    expect(page.get_by_role("button", name="Predict: refused")).to_be_visible()
     assert page.kv_errors == []
 
 
@@ -37,7 +42,9 @@ def test_node_03_takes_a_number_refuses_anything_else_and_compares_after_sharing
     box.press("Enter")
     expect(note(page, "radix")).to_contain_text("Locked in: 20")
     page.get_by_role("checkbox", name="Prefix sharing").click()
-    expect(note(page, "radix")).to_contain_text("You predicted 20; the engine: 18. Not this time")
+    expect(note(page, "radix")).to_contain_text(
+        "You predicted 20; the engine: 18. Not this time: the engine stores each block once: "
+        "6 shared + 4 × 3 own = 18 blocks")
 
 
 def test_explain_withholds_an_answer_until_given_and_downloads_every_prediction(page, lesson_url):
@@ -55,10 +62,12 @@ def test_explain_withholds_an_answer_until_given_and_downloads_every_prediction(
     expect(check.locator(".kv-feedback")).to_contain_text("Right: you said 8, the engine says 8.")
     expect(facts).to_contain_text("Node 01's longest free gap: 8 of 16 free blocks.")
     expect(page.locator(".kv-predictions li")).to_have_count(2)
+    expect(page.locator(".kv-predictions li").last).to_contain_text("Node 01, ")
+    expect(page.locator(".kv-predictions")).not_to_contain_text("Node 01: Node 01")
     with page.expect_download() as download:
         page.locator(".kv-download .bk-btn").click()
     text = Path(download.value.path()).read_text(encoding="utf-8")
-    assert "I predicted: admitted; the engine: refused (not this time)." in text
+    assert "I predicted: admitted; the engine: refused (not this time). After R2's release 16 blocks" in text
     assert "I predicted: 8; the engine: 8 (right)." in text
     assert '"predictions": [' in text
     assert page.kv_errors == []

@@ -79,7 +79,7 @@ class ExplainState(param.Parameterized):
             self._say(key, "No answer with the nodes as they are now (move node 01's slider to 4 or more).")
             return False
         entry = {"node": c.node, "question": self.question(key), "predicted": str(number),
-                 "outcome": str(truth), "right": number == truth}
+                 "outcome": str(truth), "right": number == truth, "why": c.why}
         self.param.update(responses={**self.responses, key: entry})
         self._say(key, self._verdict(c, entry))
         self._collect()
@@ -140,8 +140,9 @@ class ExplainState(param.Parameterized):
                  "## My predictions, and what the engine did", ""]
         for e in self.predictions:
             mark = "right" if e["right"] else "not this time"
+            why = f" {e['why'][:1].upper()}{e['why'][1:]}" if e.get("why") else ""
             lines.append(f"- [{e['node']}] {e['question']} I predicted: {e['predicted']}; the engine: "
-                         f"{e['outcome']} ({mark}).")
+                         f"{e['outcome']} ({mark}).{why}")
         if not self.predictions:
             lines.append("- (none made yet)")
         lines += ["", "## What the live state showed", ""] + [f"- {x}" for x in self.facts()]

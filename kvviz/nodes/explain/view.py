@@ -41,9 +41,14 @@ def predictions_html(predictions: list) -> str:
     from kvviz.nodes import BY_KEY  # (at call time: the registry imports this view)
 
     e = html.escape
+    def where(p) -> str:  # (a self-check's question already names its node)
+        node = f"Node {BY_KEY[p['node']].number}"
+        return "" if p["question"].startswith(node) else f"{node}: "
+
     items = "".join(
-        f'<li class="{"kv-right" if p["right"] else "kv-wrong"}">Node {e(BY_KEY[p["node"]].number)}: '
-        f'{e(p["question"])} <b>You: {e(p["predicted"])} · engine: {e(p["outcome"])}</b></li>' for p in predictions)
+        f'<li class="{"kv-right" if p["right"] else "kv-wrong"}">{e(where(p))}'
+        f'{e(p["question"])} <b>You: {e(p["predicted"])} · engine: {e(p["outcome"])}</b>'
+        f'{" " + e(p["why"][:1].upper() + p["why"][1:]) if p.get("why") else ""}</li>' for p in predictions)
     return (f'<div class="kv-predictions"><div class="kv-facts-title">{e(text.PREDICTIONS_TITLE)}</div>'
             f'<ul>{items}</ul></div>')
 

@@ -32,6 +32,9 @@ class FragmentationScenario(OnePool):
         self.timeline = Timeline(cfg)
         self.ids = [self.timeline.add(p, max_new_for(p, KV_TOKENS)) for p in PROMPTS]
         self.timeline.run_until_idle()
+        r2 = self.timeline.snapshot().request(self.ids[1])
+        # '' when R2 gets a slab at this length, else the engine's reason it was refused
+        self.r2_refused = r2.reason if r2.status == "refused" else ""
 
     def free_r2(self) -> int:
         """Release R2, then try a long request that needs a longer slab. Returns its id."""

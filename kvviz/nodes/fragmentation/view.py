@@ -10,6 +10,7 @@ from kvviz.figures.request_list import Headline, RequestList
 from kvviz.nodes.fragmentation import text
 from kvviz.nodes.view_base import NodeView, badge, prose, section
 from kvviz.web.a11y import AccessibleNames
+from kvviz.web.live_html import LiveHTML
 from kvviz.web.widgets import IntSlider
 
 
@@ -20,13 +21,17 @@ class FragmentationView(NodeView):
         slider = IntSlider.from_param(s.param.reserve, label=text.RESERVE_LABEL, css_classes=["kv-reserve"],
                                       sizing_mode="stretch_width", min_width=220)
         slider.param.watch(self._touch, "value")
-        free = self._button("Free R2", s.free_r2, color="warning", disabled=s.param.freed_r2)
+        free = self._button("Free R2", s.free_r2, color="warning", disabled=pn.bind(bool, s.param.free_r2_off),
+                            css_classes=["kv-free-r2"])
+        off = LiveHTML(pn.bind(lambda why: f'<div class="kv-off" data-node="{s.key}">{why}</div>', s.param.free_r2_off),
+                       sizing_mode="stretch_width", margin=(0, 10))
         reset = self._button("Reset", s.reset)
         self._layout = section(
             s.key,
             badge(s.key, s.param.snapshot),
             prose(text.PROSE),
             pn.FlexBox(slider, free, reset, align_items="center", sizing_mode="stretch_width"),
+            off,
             self._notice(),
             AccessibleNames(names={"kv-reserve": text.RESERVE_LABEL}),
             prose(text.TRY, css_classes=["kv-try"]),

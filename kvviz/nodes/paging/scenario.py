@@ -8,7 +8,14 @@ from engine import EngineConfig
 from kvviz.nodes.scenario_base import BLOCK_SIZE, WEIGHTS, max_new_for
 from kvviz.timeline import Timeline
 
-# Short requests needing one or two pages each, alternating.
+# The two requests already in both pools at the start: about four pages each (63 and 65 tokens
+# of KV: 4 and 5 pages), in 6-block slabs: 128 tokens in 192 slabs' slots (67%) or in 9 pages (89%).
+INITIAL = (
+    ("Each request keeps a key and a value for", 63),
+    ("The pool hands out one small page at a time, so", 65),
+)
+# The stream Add request sends: a page or two each, alternating (31 and 15 tokens of KV, each
+# filling its last page but one slot).
 PROMPTS = (
     "Memory is",
     "Each token",
@@ -17,25 +24,26 @@ PROMPTS = (
     "The librarian",
     "The desk",
 )
-KV_TOKENS = (26, 12)  # a two-page request, then a one-page request
+KV_TOKENS = (31, 15)
 CUSTOM_NEW_TOKENS = 8  # a student's own prompt generates this many tokens
 
 
 class PagingScenario:
-    """The same requests into a contiguous pool (6-block slabs) and a paged pool; the first
-    `NUM_INITIAL` are run to the end."""
+    """The same requests into a contiguous pool (6-block slabs) and a paged pool; the `INITIAL`
+    two are run to the end."""
 
     NUM_BLOCKS = 32
     RESERVE_BLOCKS = 6
-    NUM_INITIAL = 4
+    NUM_INITIAL = len(INITIAL)
 
     def __init__(self):
         base = EngineConfig(num_blocks=self.NUM_BLOCKS, block_size=BLOCK_SIZE, admission="refuse", weights=WEIGHTS)
         self.contiguous = Timeline(replace(base, policy="contiguous", reserve_blocks=self.RESERVE_BLOCKS))
         self.paged = Timeline(replace(base, policy="paged"))
         self.num_added = 0
-        for _ in range(self.NUM_INITIAL):
-            self.add(*self.next_request(), run=False)
+        for prompt, kv_tokens in INITIAL:
+            self.add(prompt, max_new_for(prompt, kv_tokens), run=False)
+        self.num_added = 0  # requests of the stream added since
         self.run_until_idle()
 
     def next_request(self) -> tuple[str, int]:

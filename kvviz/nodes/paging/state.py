@@ -68,16 +68,29 @@ class PagingState(NodeState):
                       playing=added is Added.PLAYING)
         return True
 
+    CHOICES = ("admitted", "refused")
+
     def question(self) -> Question:
-        return Question(text.PREDICT, "Add request", ("admitted", "refused"))
+        free = self.scenario.contiguous.snapshot().metrics.blocks_free
+        return Question(text.PREDICT.format(free=free), "Add request", self.CHOICES)
 
     def outcome(self) -> str:
         """What the contiguous pool did with the newest request: admitted, refused or still waiting."""
         newest = self.scenario.contiguous.snapshot().requests[-1]
         return {"refused": "refused", "waiting": "waiting"}.get(newest.status, "admitted")
 
+    def explain(self) -> str:
+        newest = self.scenario.contiguous.snapshot().requests[-1]
+        if newest.status == "refused":
+            paged = self.scenario.paged.snapshot().request(newest.name).status != "refused"
+            return (text.WHY_REFUSED.format(reason=newest.reason)
+                    + (text.PAGED_TOO if paged else ""))
+        table, m = newest.block_table, self.scenario.contiguous.snapshot().metrics
+        return text.WHY_ADMITTED.format(slab=len(table), first=min(table), last=max(table), free=m.blocks_free)
+
     def reset(self) -> None:
         self.scenario = fresh(PagingScenario)
         self._awaited = None
         self._refresh("Back to the lesson's starting point.", playing=False,
-                      prompt=self.scenario.next_request()[0], request=None, predicted={})
+                      prompt=self.scenario.next_request()[0], request=None, predicted={},
+                      verdict_shown=False)

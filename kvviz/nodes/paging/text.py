@@ -28,13 +28,18 @@ scattered in the pool. That is where vLLM's PagedAttention got its name.
 TRY = (
     "Try it: press **Add request** and watch the request generate. Both pools get the same request: "
     f"the contiguous one locks a whole {_SLAB}-block slab at once, the paged one takes a page only when a "
-    "page fills. Press it a few more times: the contiguous pool soon starts refusing (NAIVE "
-    "REJECTS) while the paged pool keeps admitting. Type your own prompt in the box to send that "
+    "page fills. Press it a few more times: once fewer than "
+    f"{_SLAB} blocks are free, the contiguous pool refuses (NAIVE REJECTS) while the paged pool keeps "
+    "admitting. Type your own prompt in the box to send that "
     "instead. Both pools' requests are listed under the block tables."
 )
 
-PREDICT = (f"Predict first: the next request needs a {_SLAB}-block slab in the contiguous pool and just "
-           "the pages it fills in the paged one. Will the contiguous pool admit it?")
+PREDICT = ("Predict first: the contiguous pool has {free} free blocks, and the next request locks a "
+           f"{_SLAB}-block slab there (the paged pool gives it just the pages it fills). Will the contiguous "
+           "pool admit it?")
+WHY_REFUSED = "in the contiguous pool, {reason}."
+PAGED_TOO = " The paged pool admitted it: it takes a page only as one fills."
+WHY_ADMITTED = "the contiguous pool still had room for its {slab}-block slab: it got blocks {first}–{last}, leaving {free} free."
 LEGEND = ("tokens", "reserved", "free", "gap", "copy", "read", "bar")
 
 PROMPT_LABEL = "Prompt (plain text, up to 200 characters)"

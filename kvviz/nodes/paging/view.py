@@ -11,6 +11,7 @@ from kvviz.figures.page_table import PageTable
 from kvviz.figures.request_list import RequestList
 from kvviz.nodes.paging import text
 from kvviz.nodes.view_base import NodeView, badge, prose, section
+from kvviz.web.live_html import LiveHTML
 
 
 class PagingView(NodeView):
@@ -36,6 +37,8 @@ class PagingView(NodeView):
             BlockStrip(snapshot=s.param.paged, title=text.PAGED_TITLE, reads=s.param.show_reads),
             legend(text.LEGEND),
             self._cards(text.CARDS),
+            LiveHTML(pn.bind(lambda snap: f'<p class="kv-tails">{fmt.page_tails(snap.metrics)}</p>', s.param.paged),
+                     sizing_mode="stretch_width", margin=(0, 10)),
             self._transport(),
             prose("#### The block table: the KV cache's own page table"),
             chooser,

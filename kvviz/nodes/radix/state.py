@@ -7,6 +7,7 @@ import contextlib
 import param
 
 from engine import Snapshot
+from kvviz import formatting as fmt
 from kvviz.nodes.predict import Question
 from kvviz.nodes.radix import text
 from kvviz.nodes.radix.scenario import MORE_QUESTIONS, QUESTIONS, RadixScenario
@@ -122,9 +123,14 @@ class RadixState(NodeState):
     def outcome(self) -> str:
         return str(self.scenario.snapshot().metrics.blocks_stored)
 
+    def explain(self) -> str:
+        snap = self.scenario.snapshot()
+        return text.WHY_STORED.format(sum=fmt.stored_sum(snap))
+
     def reset(self) -> None:
         """Back to the defaults, the checkbox included: one update that every binding hears."""
         self.scenario = fresh(RadixScenario, False)
         self._refresh("Back to the lesson's starting point.", playing=False, sharing=False,
-                      prompt=MORE_QUESTIONS[0], predicted={})
+                      prompt=MORE_QUESTIONS[0], predicted={},
+                      verdict_shown=False)
 

@@ -28,6 +28,8 @@ TRY = (
 
 PREDICT = ("Predict first: the {live} live requests store {stored} blocks, each its own copy of the system "
            "prompt. Switch Prefix sharing on: how many blocks will BLOCKS STORED read?")
+WHY_STORED = ("the engine stores each block once: {sum} blocks (the system prompt's blocks shared, then "
+              "each request's own).")
 LEGEND = ("tokens", "free", "shared", "cached", "copy", "read", "bar")
 
 QUESTION_LABEL = "Your question, after the shared system prompt (up to 200 characters)"
