@@ -164,7 +164,54 @@
         if (this.timer !== null) { this.play(false); this.play(true); }
       } else if (action === "live") this.goLive();
       else if (action === "typed") this.typed(value);
-      else if (c[action]) { this.play(false); c[action](this, value); }
+      else if (action === "predict_typing") this.typing = value;
+      else if (action === "predict") this.predict(value === null ? this.typing : value);
+      else if (c[action]) {
+        this.play(false);
+        const before = this.branch;
+        c[action](this, value);
+        if (action === "reset") this.status("");
+        else if (this.branch !== before) this.resolve();
+      }
+    }
+
+    // -- predict, then run: resolved from the recorded outcome (kvviz/nodes/predict.py's rules) --
+    status(text, cls) {
+      const model = this.ids.status ? this.doc.get_model_by_id(this.ids.status) : null;
+      if (!model) return;
+      const html = text ? `<div class="kv-predict-note ${cls || ""}" role="status" data-node="${escapeHtml(this.name)}">`
+        + `${escapeHtml(text)}</div>` : '<div class="kv-predict-note kv-empty"></div>';
+      model.text = escapeHtml(html);
+      const panel = this.ids.panel ? this.doc.get_model_by_id(this.ids.panel) : null;
+      if (panel && text) setVisible(panel, true);
+    }
+
+    predict(typed) {
+      const p = this.meta.predict || {};
+      const q = (p.questions || {})[this.branch];
+      if (!q) { this.status("There is nothing to predict right now: press Reset to try again.", "kv-wrong"); return; }
+      const text = String(typed === undefined || typed === null ? "" : typed).trim();
+      let taken = null;
+      if (q.choices.length) {
+        if (q.choices.includes(text)) taken = text;
+        else { this.status(`Choose one of: ${q.choices.join(", ")}.`, "kv-wrong"); return; }
+      } else if (/^\d{1,4}$/.test(text)) taken = String(Number(text));
+      else { this.status("Type a whole number (up to 4 digits), then lock it in.", "kv-wrong"); return; }
+      this.pending = { question: q.text, predicted: taken };
+      this.status(`Locked in: ${taken}. Now use ${q.action} and see what the engine does.`);
+    }
+
+    resolve() {
+      const found = ((this.meta.predict || {}).outcomes || {})[this.branch];
+      if (!this.pending || !found) return;
+      const right = this.pending.predicted === found.outcome;
+      const entry = { node: this.name, question: this.pending.question, predicted: this.pending.predicted,
+                      outcome: found.outcome, right, why: found.why, recorded: true };
+      (this.predictions = this.predictions || []).push(entry);
+      this.pending = null;
+      const said = `You predicted ${entry.predicted}; the engine: ${entry.outcome}.`;
+      const why = found.why ? `: ${found.why}` : ".";
+      this.status(`${said} ${right ? "Right" : "Not this time"}${why}`, right ? "kv-right" : "kv-wrong");
     }
 
     // The state a link names: its recorded branch (and step), or null when no recording holds it.
@@ -251,6 +298,8 @@
     act(name, action, value) { if (nodes[name]) nodes[name].act(action, value); },
     // The live lesson's link for every node's state now (Explain it back opens live with it).
     query() { return currentQuery(false).toString(); },
+    // Every prediction resolved in this page, from the recorded outcomes.
+    predictions() { return Object.values(nodes).flatMap((n) => n.predictions || []); },
     // A live frame's height follows its page (same origin), so the lesson reads on without a gap.
     fit(frame) {
       const size = () => {

@@ -56,11 +56,10 @@ def wire(models, node: str, controls):
 
 
 def wire_live(models, node: str, labels) -> None:
-    """The controls that need a live engine (by label or title, and every prediction control)
-    continue the node live when used: a typed prompt is carried into the live session's link
-    (`param` names it there), a button or a prediction just switches (the student then uses it
-    live)."""
-    for model in _live_controls(models, labels):
+    """The controls that need a live engine (by label or title) continue the node live when
+    used: a typed prompt is carried into the live session's link (the recipe's `typed`), a
+    button just switches (the student then uses it live)."""
+    for model in _live_controls(models, labels, predictions=False):
         kind = type(model).__name__
         call = f"window.kvvizPlayer.act({node!r}, 'live'"
         if "TextInput" in kind:  # (its value is committed by Enter or by leaving the box)
@@ -71,14 +70,41 @@ def wire_live(models, node: str, labels) -> None:
             model.js_on_change("value", CustomJS(code=call + ")"))
 
 
-def _live_controls(models, labels):
+def _is_prediction(model) -> bool:
+    label = getattr(model, "label", None)
+    return ((isinstance(label, str) and label.startswith(PREDICTION_LABELS))
+            or getattr(model, "placeholder", None) == PREDICTION_PLACEHOLDER)
+
+
+def _live_controls(models, labels, predictions: bool = True):
     for model in models:
         if not hasattr(model, "disabled"):
             continue
         title, label = getattr(model, "title", None), getattr(model, "label", None)
-        if (title in labels or label in labels or (isinstance(label, str) and label.startswith(PREDICTION_LABELS))
-                or getattr(model, "placeholder", None) == PREDICTION_PLACEHOLDER):
+        if title in labels or label in labels or (predictions and _is_prediction(model)):
             yield model
+
+
+def wire_predictions(models, node: str) -> dict[str, str]:
+    """A node's prediction controls resolved in the page from the recorded outcomes (player.js:
+    `predict`): a choice button commits its choice, the number box its number (Enter, or the
+    Lock button). Returns the ids of the panel's status line and of the panel."""
+    ids = {}
+    for model in models:
+        kind, label = type(model).__name__, getattr(model, "label", None)
+        call = f"window.kvvizPlayer.act({node!r}, 'predict'"
+        if "Button" in kind and isinstance(label, str) and label.startswith(PREDICTION_LABELS[0]):
+            model.js_on_event("button_click", CustomJS(code=call + f", {label[len(PREDICTION_LABELS[0]):]!r})"))
+        elif "Button" in kind and label == PREDICTION_LABELS[1]:
+            model.js_on_event("button_click", CustomJS(code=call + ", null)"))
+        elif getattr(model, "placeholder", None) == PREDICTION_PLACEHOLDER:
+            model.js_on_change("value_input", CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'predict_typing', cb_obj.value_input)"))
+            model.js_on_change("value", CustomJS(code=call + ", cb_obj.value)"))
+        elif "kv-predict-note" in str(getattr(model, "text", "")):
+            ids["status"] = model.id
+        elif "kv-predict" in (getattr(model, "css_classes", None) or []):
+            ids["panel"] = model.id
+    return ids
 
 
 # Every node's predict-then-run controls need a live engine to answer (kvviz/figures/prediction.py).

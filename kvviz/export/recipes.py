@@ -29,6 +29,9 @@ class Recipe:
     controller: str = "{}"  # a JavaScript object literal: action -> (node, value) => ...
     live_only: tuple[str, ...] = ()  # labels (buttons, inputs) disabled in the recording
     meta: dict = field(default_factory=dict)  # facts the controller needs (e.g. adds per branch)
+    # the node's key action (the one a prediction is about): target branch -> (the branch it is
+    # taken from, the action on the state); the page resolves a prediction from these outcomes
+    keys: dict = field(default_factory=dict)
 
 
 TRANSPORT = (

@@ -29,7 +29,7 @@ from bokeh.resources import Resources
 from bokeh.util.paths import bokehjsdir
 
 from kvviz import page_text
-from kvviz.export.player import PLAYER_JS, disable, wire, wire_live
+from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
 from kvviz.export.recipes import Recipe, recipes
 from kvviz.export.record import record
 from kvviz.lesson import CSS_PATH, SYSTEM_FONTS, Lesson
@@ -99,6 +99,27 @@ def _link(key: str):
     return (lambda state: urlencode(url.query(state))) if url is not None else (lambda _state: "")
 
 
+def predictions(state, recipe: Recipe) -> dict:
+    """What the page needs to resolve a prediction without a server: the question asked at each
+    branch's settled end (None: none), and for each key action the engine's outcome and its
+    arithmetic, found by driving the real state through it with a prediction pending."""
+    questions, outcomes = {}, {}
+    for key, setup in recipe.branches.items():
+        setup(state)
+        q = state.question()
+        questions[key] = None if q is None else {"text": q.text, "action": q.action, "choices": list(q.choices)}
+    for target, (source, act) in recipe.keys.items():
+        recipe.branches[source](state)
+        q = state.question()
+        if q is None or not state.predict(q.choices[0] if q.choices else "0"):
+            continue
+        act(state)
+        if state.predictions:
+            entry = state.predictions[-1]
+            outcomes[target] = {"outcome": entry["outcome"], "why": entry.get("why", "")}
+    return {"questions": questions, "outcomes": outcomes}
+
+
 def _by_class(doc: Document, css_class: str) -> str:
     """The id of the one model of `doc` with this CSS class."""
     found = [m.id for m in doc.models if css_class in (getattr(m, "css_classes", None) or [])]
@@ -136,12 +157,15 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
         ids = {"view": _by_class(doc, f"kv-recorded-{key}"), "live": _by_class(doc, f"kv-live-{key}")}
         mine = doc.get_model_by_id(ids["view"]).references()  # (the node's own models: its controls)
         play = wire(mine, key, recipe.controls)
+        meta = {**recipe.meta, "params": list(BY_KEY[key].url.PARAMS) if BY_KEY[key].url else []}
         if served:
             wire_live(mine, key, recipe.live_only)
+            ids.update(wire_predictions(mine, key))
+            meta["predict"] = predictions(state, recipe)
+            recipe.branches[recipe.default](state)
         else:
             disable(mine, recipe.live_only)
         ids["play"] = play.id if play else None
-        meta = {**recipe.meta, "params": list(BY_KEY[key].url.PARAMS) if BY_KEY[key].url else []}
         scripts.append(f"window.kvvizPlayer.controllers[{json.dumps(key)}] = {recipe.controller};")
         scripts.append(f"window.kvvizPlayer.register({json.dumps(key)}, {json.dumps(_pack(rec.to_json()))}, "
                        f"{json.dumps(meta)}, {json.dumps(ids)}, {json.dumps(recipe.default)});")

@@ -102,3 +102,28 @@ def test_a_state_no_recording_holds_continues_live(page, recorded):
     frame = page.frame_locator("iframe.kv-live-frame")
     expect(frame.locator(".kv-metric").first).to_be_visible()
     expect(page.locator(".kv-live-note").first).to_contain_text("Live")
+
+
+def test_a_prediction_resolves_in_the_page_from_the_recorded_outcome(page, recorded):
+    """Predict, then run, with nothing sent: the verdict is the live engine's, word for word."""
+    from kvviz.nodes import predict
+    from kvviz.nodes.radix.state import RadixState
+
+    live = RadixState()
+    live.predict("9")
+    live.sharing = True
+    expected = predict.verdict(live.predictions[-1])
+
+    traffic = open_lesson(page, recorded)
+    box = page.get_by_placeholder("a whole number").last  # (node 03's: a number)
+    box.fill("abc")
+    box.press("Enter")
+    expect(page.locator('.kv-predict-note[data-node="radix"]')).to_contain_text("Type a whole number")
+    box.fill("9")
+    box.press("Enter")
+    expect(page.locator('.kv-predict-note[data-node="radix"]')).to_contain_text("Locked in: 9.")
+    page.get_by_role("checkbox", name="Prefix sharing").check()
+    expect(page.locator('.kv-predict-note[data-node="radix"]')).to_have_text(expected)
+    assert "Not this time" in expected and "18" in expected
+    assert traffic["ws"] == [] and [u for u in traffic["requests"] if "/lesson/static/" not in u] == []
+    assert page.evaluate("window.kvvizPlayer.predictions()")[0]["outcome"] == "18"

@@ -32,4 +32,5 @@ def recipe() -> Recipe:
         controls=(Control("slider", text.RESERVE_LABEL, "reserve"), Control("button", "Free R2", "free_r2"),
                   Control("button", "Reset", "reset"), *TRANSPORT),
         controller=CONTROLLER, meta={"default_reserve": default, "reserve": default},
+        keys={f"r{r}f1": (f"r{r}f0", lambda s: s.free_r2()) for r in range(lo, hi + 1)},
     )

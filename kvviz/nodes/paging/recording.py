@@ -38,4 +38,5 @@ def recipe() -> Recipe:
         controller=CONTROLLER,
         live_only=(text.PROMPT_LABEL, "Block table of"),
         meta={"adds": ADDS, "typed": {"param": "add", "prefix": "", "drop": ["add_gap"]}},
+        keys={f"a{k + 1}": (f"a{k}", lambda s: s.add_request(settle=True)) for k in range(ADDS)},
     )

@@ -27,4 +27,5 @@ def recipe() -> Recipe:
         controller=CONTROLLER,
         live_only=(text.QUESTION_LABEL, "Add request", "Release oldest", "Fill the pool"),
         meta={"typed": {"param": "op", "prefix": "ask:", "drop": ["op_gap"]}},
+        keys={"s1": ("s0", lambda s: setattr(s, "sharing", True))},
     )
