@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 import panel as pn
 from bokeh.document import Document
 from bokeh.resources import Resources
-from bokeh.util.paths import bokehjsdir
+from bokeh.util.paths import bokehjs_path
 
 from kvviz import page_text
 from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
@@ -38,7 +38,7 @@ from kvviz.nodes import BY_KEY, LIVE
 ROOT = Path(__file__).resolve().parents[2]
 PANEL_DIST = Path(pn.__file__).resolve().parent / "dist"
 CDN_RE = re.compile(r"https://cdn\.holoviz\.org/panel/[^/]+/dist/([A-Za-z0-9_./-]+)")
-BOKEH_STATIC = Path(bokehjsdir())
+BOKEH_STATIC = Path(bokehjs_path())
 # The page's libraries, linked relative to it (`./static/...`, as a Bokeh server names them).
 RESOURCES = Resources(mode="server", root_url="./")
 LIBRARY_RE = re.compile(r'(?:src|href)="(?:\./)?(static/(js|extensions/panel)/([A-Za-z0-9_./@^-]+?))(?:\?v=[0-9a-f]+)?"')
@@ -161,8 +161,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
         if served:
             wire_live(mine, key, recipe.live_only)
             ids.update(wire_predictions(mine, key))
-            meta["predict"] = predictions(state, recipe)
-            recipe.branches[recipe.default](state)
+            meta["predict"] = predictions(Lesson({}).states[key], recipe)  # (a state with no view)
         else:
             disable(mine, recipe.live_only)
         ids["play"] = play.id if play else None
