@@ -13,7 +13,8 @@
   "use strict";
   const nodes = {};
   const CONTROLLERS = {}; // node -> its recipe's controller
-  const config = { live: null, probe: null }; // the live lesson's address; a cheap URL that says it answers
+  // the live lesson's address; a cheap URL that says it answers; where a hand-in is sent
+  const config = { live: null, probe: null, handin: null };
 
   async function inflate(b64) {
     const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
@@ -300,6 +301,38 @@
     query() { return currentQuery(false).toString(); },
     // Every prediction resolved in this page, from the recorded outcomes.
     predictions() { return Object.values(nodes).flatMap((n) => n.predictions || []); },
+    // Hand in (the box at the end of the page): the name typed beside `button`, the predictions
+    // and the state's link, in one request; the server's sentence shows beside it.
+    async handIn(button) {
+      const box = button.closest(".kv-handin-played") || button.parentElement;
+      const say = (text, ok) => {
+        const status = box.querySelector(".kv-handin-status");
+        status.textContent = text;
+        status.className = `kv-handin-status ${ok ? "kv-ok" : "kv-error"}`;
+      };
+      if (!config.handin) { say("Handing in needs the live lesson's server.", false); return; }
+      const KEY = "kvviz-student-id"; // (the live lesson's boxes use the same id: kvviz/handin/view.py)
+      let id = null;
+      try { id = window.localStorage.getItem(KEY); } catch (e) { /* storage blocked: this page only */ }
+      if (!/^[0-9a-f]{32}$/.test(id || "")) {
+        id = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+        try { window.localStorage.setItem(KEY, id); } catch (e) { /* (as above) */ }
+      }
+      const q = currentQuery(false).toString();
+      const body = { student_id: id, name: box.querySelector(".kv-handin-name").value,
+                     predictions: this.predictions(), query: q ? `?${q}` : "" };
+      button.disabled = true;
+      try {
+        const r = await fetch(config.handin, { method: "POST", headers: { "Content-Type": "application/json" },
+                                               body: JSON.stringify(body), cache: "no-store" });
+        const answer = await r.json();
+        say(answer.message, answer.ok);
+      } catch (e) {
+        say("The server could not be reached: nothing was handed in. Try again in a moment.", false);
+      } finally {
+        button.disabled = false;
+      }
+    },
     // A live frame's height follows its page (same origin), so the lesson reads on without a gap.
     fit(frame) {
       const size = () => {

@@ -5,6 +5,7 @@
     /?node=paging     one node (/lesson/paging.html), with any state from its link
     /lesson/...       the recorded pages and their libraries, as static, cacheable files
     /lesson-status    JSON: whether the recordings are ready, and their key
+    /lesson-handin    POST: a hand-in from the recorded lesson (kvviz/handin/endpoint.py)
 
 Importing this module starts the recording (kvviz/export/cache.py) in a child process if this
 code has none yet. Scripted actions on the recorded pages never reach the server; what no
@@ -20,6 +21,7 @@ from urllib.parse import urlencode
 from tornado.web import RequestHandler, StaticFileHandler
 
 from kvviz.export import cache
+from kvviz.handin.endpoint import HandInHandler
 
 KEY = cache.key()
 NODE_RE = re.compile(r"^[a-z]{1,20}$")
@@ -75,6 +77,7 @@ ROUTES = [
     (r"/", LessonRoot, {}),
     (r"/lesson/(.*)", LessonFiles, {}),
     (r"/lesson-status", LessonStatus, {}),
+    (r"/lesson-handin", HandInHandler, {}),  # (a hand-in from the recorded lesson, in one request)
 ]
 
 RECORDER = cache.start_in_background()  # (None when this code's recording is there already)

@@ -59,10 +59,16 @@ def provenance() -> dict[str, str]:
 # Where a page served beside the live lesson (kvviz/export/routes.py: /lesson/...) finds it.
 SERVED_LIVE = "../app"
 SERVED_PROBE = "../lesson-status"  # (answers at once when the server does)
+SERVED_HANDIN = "../lesson-handin"  # (kvviz/handin/endpoint.py)
 
 
 # The served lesson's last sections run live (they need the server): links carry the states reached.
 LIVE_LINKS_HTML = f"""<section class="kv-live-links" aria-label="Live sections">
+<h2>Hand in your predictions</h2>
+<div class="kv-handin-played"><p>Your teacher sees what you predicted above, and the state you reached.</p>
+<label>Your name <input class="kv-handin-name" type="text" maxlength="60" autocomplete="nickname"></label>
+<button type="button" class="kv-handin-send" onclick="window.kvvizPlayer.handIn(this)">Hand in</button>
+<span class="kv-handin-status" role="status"></span></div>
 <h2>{html.escape(BY_KEY["explain"].number)} · {html.escape(BY_KEY["explain"].title)}</h2>
 <p>Explain the ideas back in your own words, check yourself, and hand it in to your teacher: it runs live, with the
 states you reached above. <a class="kv-live-link" href="{SERVED_LIVE}?node=explain"
@@ -145,7 +151,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
                        sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
     doc = Document()
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)
-    live_config = {"live": SERVED_LIVE, "probe": SERVED_PROBE} if served else {"live": None}
+    live_config = {"live": SERVED_LIVE, "probe": SERVED_PROBE, "handin": SERVED_HANDIN} if served else {"live": None}
     scripts = [f"window.kvvizPlayer.configure({json.dumps(live_config)});"]
     for key in keys:
         recipe: Recipe | None = plan.get(key)

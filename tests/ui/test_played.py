@@ -127,3 +127,24 @@ def test_a_prediction_resolves_in_the_page_from_the_recorded_outcome(page, recor
     assert "Not this time" in expected and "18" in expected
     assert traffic["ws"] == [] and [u for u in traffic["requests"] if "/lesson/static/" not in u] == []
     assert page.evaluate("window.kvvizPlayer.predictions()")[0]["outcome"] == "18"
+
+
+def test_hand_in_from_the_recorded_lesson_in_one_request(page, recorded, served):
+    """The predictions made in the page and the state's link reach the teacher's store, with no
+    session; a hostile name stays text."""
+    from kvviz.handin.storage import Store
+
+    open_lesson(page, recorded, "?reserve=12")
+    box = page.get_by_placeholder("a whole number").last
+    box.fill("18")
+    box.press("Enter")
+    page.get_by_role("checkbox", name="Prefix sharing").check()
+    expect(page.locator('.kv-predict-note[data-node="radix"]')).to_contain_text("Right")
+    name = "<img src=x onerror=alert(1)> played"
+    page.locator(".kv-handin-name").fill(name)
+    page.get_by_role("button", name="Hand in", exact=True).click()
+    expect(page.locator(".kv-handin-status")).to_contain_text("Your teacher can see it now")
+    stored = [h for h in Store(str(served.db)).handins() if h.name == name]
+    assert len(stored) == 1 and "reserve=12" in stored[0].query and "sharing=1" in stored[0].query
+    assert [(p["predicted"], p["outcome"], p["right"]) for p in stored[0].predictions] == [("18", "18", True)]
+    assert page.kv_errors == []
