@@ -148,3 +148,19 @@ def test_hand_in_from_the_recorded_lesson_in_one_request(page, recorded, served)
     assert len(stored) == 1 and "reserve=12" in stored[0].query and "sharing=1" in stored[0].query
     assert [(p["predicted"], p["outcome"], p["right"]) for p in stored[0].predictions] == [("18", "18", True)]
     assert page.kv_errors == []
+
+
+def test_switching_to_live_shows_what_the_recording_showed(page, recorded):
+    """The recorded state and the live session continued from its link draw the same numbers:
+    every card of node 01 at reserve 12 with R2 freed, before and after the switch."""
+    open_lesson(page, recorded, "?reserve=12&free_r2=1")
+    cards = page.locator('.kv-metric[data-node="fragmentation"]')
+    expect(cards.first).to_be_visible()
+    before = {c.get_attribute("data-label"): c.locator(".kv-value").inner_text() for c in cards.all()}
+    assert len(before) >= 4
+    page.evaluate("window.kvvizPlayer.nodes.fragmentation.goLive()")
+    frame = page.frame_locator("iframe.kv-live-frame")
+    live_cards = frame.locator('.kv-metric[data-node="fragmentation"]')
+    expect(live_cards.first).to_be_visible()
+    for label, value in before.items():
+        expect(frame.locator(f'.kv-metric[data-node="fragmentation"][data-label="{label}"] .kv-value')).to_have_text(value)
