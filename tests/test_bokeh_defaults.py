@@ -70,3 +70,18 @@ def test_a_set_value_wins_over_the_cached_default(installed):
                                               ([1], False), ({}, False), ((1, [2]), False), (object(), False)])
 def test_only_immutable_values_are_kept(value, expected):
     assert bokeh_defaults.immutable(value) is expected
+
+
+def test_an_untested_bokeh_keeps_bokehs_own_code():
+    from bokeh.core.property.descriptors import PropertyDescriptor
+
+    from kvviz.web import bokeh_defaults
+
+    before = PropertyDescriptor._get_default
+    try:
+        bokeh_defaults.uninstall()
+        with pytest.warns(RuntimeWarning, match="not the tested"):
+            assert bokeh_defaults.install("4.0.0") is False
+        assert PropertyDescriptor._get_default is bokeh_defaults._original
+    finally:
+        PropertyDescriptor._get_default = before

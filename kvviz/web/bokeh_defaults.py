@@ -20,8 +20,12 @@ model of a lesson page.
 from __future__ import annotations
 
 import threading
+import warnings
 
+import bokeh
 from bokeh.core.property.descriptors import PropertyDescriptor
+
+TESTED = "3.9."  # the Bokeh minor version whose private `_get_default` this wraps (requirements.txt pins it)
 
 _IMMUTABLE = (type(None), bool, int, float, str)
 _CACHE: dict[tuple[type, str], object] = {}
@@ -51,9 +55,16 @@ def _get_default(self: PropertyDescriptor, obj):
     return value
 
 
-def install() -> None:
-    """Use the cache from now on in this process (idempotent)."""
+def install(version: str = bokeh.__version__) -> bool:
+    """Use the cache from now on in this process (idempotent); on a Bokeh other than the tested
+    minor version, refuse with a warning and keep Bokeh's own code (slower, never wrong).
+    Returns whether it is installed."""
+    if not version.startswith(TESTED):
+        warnings.warn(f"kvviz: Bokeh {version} is not the tested {TESTED}x: its property defaults are "
+                      "computed by Bokeh on every read (correct, slower)", RuntimeWarning, stacklevel=2)
+        return False
     PropertyDescriptor._get_default = _get_default
+    return True
 
 
 def uninstall() -> None:
