@@ -130,10 +130,11 @@ def steps_per_10s(observations: list[tuple]) -> tuple[float, float]:
 
 # -- HTTP, from a chosen source address ---------------------------------------------------------------
 async def http_get(host: str, port: int, path: str, source: str, timeout: float = HTTP_TIMEOUT_S,
-                   ) -> tuple[int, dict[str, str], bytes]:
+                   decompress: bool = True) -> tuple[int, dict[str, str], bytes]:
     """(status, headers, body) of a GET over HTTP/1.0 (no chunked encoding), sent from `source`,
-    accepting gzip as a browser does (the body returned is decompressed; `wire_bytes` in the
-    headers is what came over the socket)."""
+    accepting gzip as a browser does (the body returned is decompressed unless `decompress` is
+    False: a browser's work, on its own machine; `wire_bytes` in the headers is what came over
+    the socket)."""
     async def go():
         reader, writer = await asyncio.open_connection(host, port, local_addr=(source, 0))
         try:
@@ -150,7 +151,7 @@ async def http_get(host: str, port: int, path: str, source: str, timeout: float 
         status = int(lines[0].split()[1])
         headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
         headers["wire_bytes"] = str(len(body))
-        if headers.get("content-encoding") == "gzip":
+        if decompress and headers.get("content-encoding") == "gzip":
             body = gzip.decompress(body)
         return status, headers, body
     return await asyncio.wait_for(go(), timeout)

@@ -67,7 +67,7 @@ async def first_visit(host: str, port: int, source: str) -> dict:
 
     async def fetch(p):
         async with sem:
-            st, h, _b = await http_get(host, port, p, source)
+            st, h, _b = await http_get(host, port, p, source, decompress=False)  # (the browser's work)
             return st, int(h["wire_bytes"])
 
     got = await asyncio.gather(*(fetch(p) for p in page_resources(page, path)))
