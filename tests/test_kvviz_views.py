@@ -406,3 +406,11 @@ def test_free_r2_is_off_with_its_reason_where_there_is_no_r2():
     assert "R2 holds no slab" in off.object and "reservation is only 2" in off.object
     state.reserve = 8
     assert not free.disabled and state.free_r2_off == ""
+
+
+def test_every_request_colour_carries_its_label_at_a_text_contrast_of_4_5_or_more():
+    from kvviz.figures.cells import PALETTE, contrast, ink_on
+
+    assert round(contrast("#ffffff", "#000000"), 1) == 21.0 and round(contrast("#ffffff", "#f0ad4e"), 2) == 1.95
+    for colour in PALETTE:  # (the request chips and the block labels: white on #009E73 read 3.4:1)
+        assert contrast(colour, ink_on(colour)) >= 4.5, colour

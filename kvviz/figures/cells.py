@@ -28,7 +28,21 @@ from kvviz import formatting as fmt
 # of Paul Tol's "muted" colours, so that thirteen requests in a row get thirteen colours.
 PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
            "#882255", "#332288", "#44AA99", "#999933", "#CC6677", "#117733")
-DARK_FILLS = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#882255", "#332288", "#117733"}
+DARK_INK, LIGHT_INK = "#111111", "#ffffff"
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2 contrast ratio of two '#rrggbb' colours (1 to 21)."""
+    def luminance(c: str) -> float:
+        rgb = [int(c[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        r, g, b_ = [x / 12.92 if x <= 0.04045 else ((x + 0.055) / 1.055) ** 2.4 for x in rgb]
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b_
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+# Fills a label is written on in white: those where white reads better than near-black.
+DARK_FILLS = {c for c in PALETTE if contrast(c, LIGHT_INK) > contrast(c, DARK_INK)}
 FREE_FILL, FREE_LINE, CACHED_FILL, SHARED_FILL = "#f4f4f4", "#b9b9b9", "#bdbdbd", "#8a8a8a"
 READ_HALO = "#E4003A"  # the attention kernel read this block in the last step
 CELL_W, CELL_H = 0.9, 0.8  # a cell, in data units (one unit per block across, per row down)
@@ -49,7 +63,7 @@ def owner_colour(request_id: int) -> str:
 
 
 def ink_on(fill: str) -> str:
-    return "#ffffff" if fill in DARK_FILLS else "#111111"
+    return LIGHT_INK if fill in DARK_FILLS else DARK_INK
 
 
 def cell_look(b, names: dict[int, str], block_size: int) -> dict:

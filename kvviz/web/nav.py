@@ -16,6 +16,11 @@ from kvviz.web.keyboard import FIND_SECTIONS_JS
 
 _ESM = FIND_SECTIONS_JS + """
 export function render({ model }) {
+  if (model.vertical) {
+    // The template lists its sidebar's parts in a <ul> of <div>s: not a list to assistive
+    // technology (axe-core's "list" rule); this <nav> says what it is.
+    for (const ul of document.querySelectorAll("#sidebar ul.flex-column")) ul.setAttribute("role", "none");
+  }
   const nav = document.createElement("nav");
   nav.className = "kv-nav " + (model.vertical ? "kv-nav-vertical" : "kv-nav-row");
   nav.setAttribute("aria-label", "The ideas of this lesson");

@@ -31,7 +31,7 @@ class ExplainState(param.Parameterized):
     answer = param.String(default="", label="Your answer", doc="the student's explanation (plain text)")
     responses = param.Dict(default={}, doc="self-check key -> its resolved prediction (see `predictions`)")
     feedback = param.Dict(default={}, doc="self-check key -> a sentence on the student's answer")
-    predictions = param.List(default=[], doc="every resolved prediction: {node, question, predicted, outcome, right}")
+    predictions = param.List(default=[], doc="every resolved prediction: {node, question, predicted, outcome, right, why}")
 
     def __init__(self, fragmentation: FragmentationState, paging: PagingState, radix: RadixState, **params):
         super().__init__(**params)
