@@ -109,9 +109,6 @@ def chromium_probe(base: str, out: dict, actions: int = 24) -> None:
 
     from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS
 
-    def metric(page, label):
-        return page.locator(f'.kv-metric[data-label="{label}"] .kv-value').first
-
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1366, "height": 768})
@@ -125,15 +122,19 @@ def chromium_probe(base: str, out: dict, actions: int = 24) -> None:
         page.evaluate("""() => { for (const kind of ['pointerdown', 'keydown'])
             document.addEventListener(kind, () => { window.kvT0 = performance.now(); }, true); }""")
         clicks = []
-        plan = [("button", "Free R2", "LARGEST GAP"), ("button", "Reset", "LARGEST GAP"),
-                ("slider+", "Reserved length", "RESERVED · EMPTY"), ("slider-", "Reserved length", "RESERVED · EMPTY"),
-                ("button", "◀ Step back", "IN USE"), ("button", "Step ▶", "IN USE"),
-                ("check", "Prefix sharing", "BLOCKS STORED"), ("uncheck", "Prefix sharing", "BLOCKS STORED")]
+        card = '.kv-metric[data-label="{}"] .kv-value'.format
+        step = '.kv-step[data-node="fragmentation"]'
+        plan = [("button", "Free R2", card("LARGEST GAP")), ("button", "Reset", card("LARGEST GAP")),
+                ("slider+", "Reserved length", card("RESERVED · EMPTY")),
+                ("slider-", "Reserved length", card("RESERVED · EMPTY")),
+                ("button", "◀ Step back", step), ("button", "Step ▶", step),
+                ("check", "Prefix sharing", card("BLOCKS STORED")), ("uncheck", "Prefix sharing", card("BLOCKS STORED"))]
         for k in range(actions):
-            kind, name, label = plan[k % len(plan)]
-            before = metric(page, label).inner_text()
+            kind, name, selector = plan[k % len(plan)]
+            target_text = page.locator(selector).first
+            before = target_text.inner_text()
             # (the card's HTML is written anew on a change: watch its shadow root, which stays)
-            handle = metric(page, label).element_handle().evaluate_handle("el => el.getRootNode()")
+            handle = target_text.element_handle().evaluate_handle("el => el.getRootNode()")
             if kind == "button":
                 target = page.get_by_role("button", name=name).first
             elif kind.startswith("slider"):
@@ -149,11 +150,12 @@ def chromium_probe(base: str, out: dict, actions: int = 24) -> None:
                 target.click()
             try:  # (from the click's event in the page to the frame that shows the new number)
                 ms = page.wait_for_function(
-                    """([root, label, before]) => {
-                         const v = root.querySelector(`.kv-metric[data-label="${label}"] .kv-value`);
+                    """([root, selector, before]) => {
+                         const v = root.querySelector(selector);
                          return v && v.textContent.trim() !== before.trim() && performance.now() - window.kvT0;
-                       }""", arg=[handle, label, before], polling="raf", timeout=10_000)
+                       }""", arg=[handle, selector, before], polling="raf", timeout=10_000)
                 clicks.append(ms.json_value() / 1000)
+                out.setdefault("by_action", {}).setdefault(f"{kind} {name}", []).append(round(ms.json_value(), 1))
             except Exception as e:  # noqa: BLE001 (an action that changed nothing: e.g. Step at the end)
                 out["last_error"] = str(e)[:300]
                 out.setdefault("unchanged", 0)
@@ -231,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                           "play_steps_per_s": [round(p.get("play_steps_per_s", float("nan")), 2) for p in probes],
                           "scroll_to_node_s": [round(p.get("scroll_s", float("nan")), 3) for p in probes],
                           "websockets": sum(len(p.get("websockets", [])) for p in probes),
+                          "by_action_ms": {k: v for p in probes for k, v in p.get("by_action", {}).items()},
                           "errors": [p.get("last_error") for p in probes if p.get("last_error")]}
     text = json.dumps(result, indent=2)
     print(text)
