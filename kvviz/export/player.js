@@ -12,6 +12,7 @@
 (function () {
   "use strict";
   const nodes = {};
+  const ORDER = []; // node names in page order (registered in it; their recordings inflate in any order)
   const CONTROLLERS = {}; // node -> its recipe's controller
   // the live lesson's address; a cheap URL that says it answers; where a hand-in is sent
   const config = { live: null, probe: null, handin: null };
@@ -64,7 +65,7 @@
   // Every node's link together (with `at_<node>` for a step before a branch's end when `at`).
   function currentQuery(at) {
     const q = new URLSearchParams();
-    for (const n of Object.values(nodes)) {
+    for (const n of ORDER.map((name) => nodes[name]).filter(Boolean)) {
       for (const [k, v] of new URLSearchParams(n.live ? n.liveLink : n.link())) q.append(k, v);
       if (at && !n.live && n.index !== n.last()) q.set(`at_${n.name}`, String(n.index));
     }
@@ -277,6 +278,7 @@
   window.kvvizPlayer = {
     configure(options) { Object.assign(config, options); },
     async register(name, b64, meta, ids, defaultBranch) {
+      ORDER.push(name);
       const rec = await inflate(b64);
       const start = () => {
         const doc = window.Bokeh && Bokeh.documents && Bokeh.documents[0];
