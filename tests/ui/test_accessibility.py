@@ -112,3 +112,14 @@ def test_the_teacher_page_controls_show_a_focus_ring(page, served):
     expect(page.get_by_label("Teacher passphrase")).to_be_visible()
     reached, bare = focus_rings(page)
     assert reached >= 2 and bare == [], (reached, bare)
+
+
+def test_the_recorded_lesson_students_open_has_nothing_serious_and_rings_its_controls(page, served):
+    """/ (the recorded lesson, played in the browser) is what a class opens first."""
+    served.wait_for_recordings()
+    page.goto(served.base)
+    for key in ("Fragmentation", "Paging", "Radix"):
+        page.wait_for_function(f"document.documentElement.dataset.kvReady{key} === '1'")
+    assert serious(page) == []
+    reached, bare = focus_rings(page)
+    assert reached >= 10 and bare == []
