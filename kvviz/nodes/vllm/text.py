@@ -17,7 +17,7 @@ PROSE = f"""
 ### 04 · A real engine: vLLM's own KV cache
 
 * The three nodes above run kvviz's small engine. Here the same ideas run in **vLLM**, a serving
-  engine used in production, here on this machine's CPU with the *same trained weights*.
+  engine used in production, here on a CPU with the *same trained weights*.
 * vLLM announces every change to its prefix cache as an **event**: blocks stored (with their
   tokens and a hash), blocks removed. The tree below is rebuilt from those events alone.
 * A block's **hash** covers its own tokens and the hash of the block before it, so it names the
