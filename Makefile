@@ -14,7 +14,7 @@ PROCS ?= 1
 ALLOW ?= localhost:$(PORT)
 BIN = $(VENV)/bin
 
-.PHONY: lesson test bench chromium postgres clean export class backends nginx vllm vllm-venv vllm-test-setup
+.PHONY: lesson test bench chromium postgres clean export class backends nginx vllm vllm-venv vllm-test-setup vllm-recording
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -119,6 +119,12 @@ $(VLLM_VENV)/kvviz-model/config.json: assets/model.pt assets/model.json engine/h
 
 vllm: $(VLLM_VENV)/kvviz-model/config.json
 	KVVIZ_VLLM_VENV=$(abspath $(VLLM_VENV)) $(VLLM_PY) kvviz/nodes/vllm/server.py --port $(VLLM_PORT)
+
+# make vllm-recording: record a real vLLM session (vLLM's CPU build serving kvviz's model; node 03's
+# four questions, then two more) into assets/vllm-recording.json, with the vLLM version and time:
+# what node 04 plays when no vLLM answers (kvviz/nodes/vllm/record.py). About a minute.
+vllm-recording: $(VENV)/.lesson-installed $(VLLM_VENV)/.installed
+	KVVIZ_VLLM_VENV=$(abspath $(VLLM_VENV)) $(BIN)/python -m kvviz.nodes.vllm.record assets/vllm-recording.json
 
 # For `make test`: the vLLM environment, so tests/test_vllm_*.py run against a real server. Only
 # when it cannot be installed (no PyPI, no wheel for this machine) does the reason go to

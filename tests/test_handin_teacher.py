@@ -181,6 +181,8 @@ def test_the_teacher_page_builds_nothing_of_the_class_until_the_passphrase(tmp_p
     page.attempts.until = 0
     assert page.unlock("open sesame") and page.key.value == ""
     assert "Secret Student" in page.listing.object and "<b>1</b> hand-in" in page.count.object
+    shown = [str(getattr(o, "object", "")) for o in page._layout.objects]
+    assert any("make vllm" in o for o in shown) and "make vllm" not in teacher_view.TITLE_HTML  # (unlocked only)
     store.save(HandIn.make(sid(2), "Late Student"))
     page.refresh()
     assert "Late Student" in page.listing.object

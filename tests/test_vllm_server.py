@@ -2,7 +2,8 @@
 vLLM's tokens for the same prompts; the watcher, subscribed before any request, rebuilds vLLM's
 cache tree from its live events with the hashes our engine computes; metrics parse; a watcher
 that joins late gets the missed events from the replay socket; node 04's state compares both
-engines request by request."""
+engines request by request; a session recorded from it (kvviz/nodes/vllm/record.py) plays back
+into the tree rows and cards the live watcher gave."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ import pytest
 import vllm_support
 
 from engine import Engine, EngineConfig
-from kvviz.nodes.vllm import client
+from kvviz.nodes.radix.scenario import MORE_QUESTIONS
+from kvviz.nodes.vllm import client, record
 from kvviz.nodes.vllm.monitor import Monitor
+from kvviz.nodes.vllm.recording import parse, play
 from kvviz.nodes.vllm.scenario import LESSON_QUESTIONS, MAX_NEW_TOKENS, Mirror, prompt_for
 from kvviz.nodes.vllm.server import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
 from kvviz.nodes.vllm.state import VllmState
+from kvviz.nodes.vllm.view import cards_html, trunk_html, vllm_rows
 
 pytestmark = pytest.mark.slow
 
@@ -111,3 +115,17 @@ def test_evicted_blocks_leave_the_rebuilt_tree(srv, watcher):
     now = {b.block_hash for b in snap.tree.blocks}
     assert len(now) <= NUM_BLOCKS and cached - now  # some earlier blocks were evicted ...
     assert snap.tree.num_stored - snap.tree.num_removed >= len(now)  # ... and only through BlockRemoved
+
+
+def test_a_recorded_session_plays_back_what_the_live_watcher_computed(srv):
+    """Recorded from this server (after the tests above: the recorder replays what came before),
+    the recording played through the watcher's code gives the live watcher's tree rows and cards."""
+    data, live = record.session(srv, [[LESSON_QUESTIONS[0], MORE_QUESTIONS[2]], [MORE_QUESTIONS[3]]])
+    played = play(parse(data))
+    assert played.last.tree == live.tree and played.last.metrics == live.metrics
+    assert played.last.last_seq == live.last_seq and len(data["exchanges"]) == 3
+    shown_live, shown_played = (VllmState(endpoints=vllm_support.endpoints(srv)) for _ in range(2))
+    shown_live.live, shown_played.live = live, played.last
+    assert vllm_rows(shown_live) == vllm_rows(shown_played) and vllm_rows(shown_live)
+    assert cards_html(shown_live) == cards_html(shown_played) and "–" not in cards_html(shown_played)
+    assert trunk_html(shown_live) == trunk_html(shown_played)

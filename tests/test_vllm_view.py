@@ -1,5 +1,5 @@
 """Node 04 without a browser and without a server: cheap to build for every session, one watcher
-per process, plain words when no vLLM answers, user text escaped, and vLLM's tree (from the
+per process, the recording (and no command for the teacher) when no vLLM answers, user text escaped, and vLLM's tree (from the
 recorded events) drawn with its shared trunk."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kvviz.lesson import Lesson
 from kvviz.nodes import KEYS
-from kvviz.nodes.vllm import monitor
+from kvviz.nodes.vllm import monitor, recording
 from kvviz.nodes.vllm.cache_tree import CacheTree
 from kvviz.nodes.vllm.client import parse_metrics
 from kvviz.nodes.vllm.monitor import Endpoints, VllmSnapshot
@@ -54,16 +54,25 @@ def test_sessions_share_one_watcher_per_server():
     assert a.attach()._thread is b.attach()._thread
 
 
-def test_without_a_server_the_node_says_so_and_how_to_start_one():
+def test_without_a_server_the_node_shows_the_recording_and_no_command():
     state = VllmState(endpoints=NOBODY)
     VllmView(state=state)
     time.sleep(1.5)  # (the watcher tries once a second)
     state.poll()
     out = status_html(state)
-    assert 'data-state="waiting"' in out and "No vLLM answers" in out and "make vllm" in out
+    assert 'data-state="recording"' in out and "A recording, not live" in out and "make vllm" not in out
     assert not state.send("What is a block?")
-    assert "make vllm" in state.notice
-    assert vllm_rows(state) == [] and trunk_html(state) == ""
+    assert "recording" in state.notice and "make vllm" not in state.notice
+    assert vllm_rows(state) and trunk_html(state)
+
+
+def test_without_a_server_or_a_recording_the_node_says_why(monkeypatch):
+    monkeypatch.setattr(recording, "shipped", lambda: recording.RecordingError("no recording at x.json"))
+    state = VllmState(endpoints=NOBODY)
+    view = VllmView(state=state)
+    out = status_html(state)
+    assert 'data-state="waiting"' in out and "No vLLM answers" in out and "no recording at x.json" in out
+    assert vllm_rows(state) == [] and trunk_html(state) == "" and not view.replay.visible
 
 
 def test_the_tree_shows_the_shared_trunk_from_recorded_events():
@@ -74,7 +83,7 @@ def test_the_tree_shows_the_shared_trunk_from_recorded_events():
     assert rows[0].label.startswith("You are a patient") and rows[2].sub.endswith("3 branches")
     out = trunk_html(state)
     assert 'data-trunk="3" data-branches="3"' in out and "Shared trunk: 3 blocks" in out
-    assert "Connected to vLLM" in status_html(state)
+    assert "Live: vLLM" in status_html(state)
 
 
 def test_user_text_and_vllm_text_are_escaped(hostile):

@@ -52,10 +52,12 @@ from kvviz.web.live_html import LiveHTML
 from kvviz.web.refs import Ref, value, watch
 
 
-def card_html(node: str, label: str, value: str, counts: str) -> str:
+def card_html(node: str, label: str, value: str, counts: str, source: str = "") -> str:
+    """`source`: where the value comes from (e.g. a Prometheus metric name), added to the tooltip."""
     e = html.escape
+    title = f"{counts} (source: {source})" if source else counts
     return (
-        f'<div class="kv-metric" data-node="{e(node)}" data-label="{e(label)}" title="{e(counts)}">'
+        f'<div class="kv-metric" data-node="{e(node)}" data-label="{e(label)}" title="{e(title)}">'
         f'<div class="kv-label">{e(label)}</div><div class="kv-value">{e(value)}</div>'
         f'<div class="kv-counts">{e(counts)}</div></div>'
     )

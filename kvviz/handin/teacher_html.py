@@ -89,3 +89,10 @@ def header_html(total: int, shown: int, last: float, search: str) -> str:
     seen = f" · {shown} shown for “{e(search)}”" if search else ""
     latest = f" · latest {e(when(last)[11:])}" if last else ""
     return f'<div class="kv-t-count" role="status"><b>{total}</b> hand-in{"s" if total != 1 else ""}{seen}{latest}</div>'
+
+
+VLLM_HINT_HTML = (
+    '<p class="kv-t-vllm">Node 04 shows a recording of a real vLLM until one answers: to show it live, run '
+    '<code>make vllm</code> in a second terminal on the lesson\'s machine; node 04 connects by itself '
+    '(README, “A real vLLM”).</p>'
+)

@@ -22,7 +22,7 @@ from kvviz.handin import key as passphrase
 from kvviz.handin.model import HandIn, clean
 from kvviz.handin.report import summarise, to_csv
 from kvviz.handin.storage import Store, StoreError, shared
-from kvviz.handin.teacher_html import handins_html, header_html, summary_html
+from kvviz.handin.teacher_html import VLLM_HINT_HTML, handins_html, header_html, summary_html
 from kvviz.handin.view import status_html
 from kvviz.web.live_html import LiveHTML
 
@@ -107,7 +107,7 @@ class TeacherPage(pn.viewable.Viewer):
         self.listing = LiveHTML("", sizing_mode="stretch_width")
         self.notice = LiveHTML(status_html(), sizing_mode="stretch_width")
         self._layout.objects = [
-            self._layout.objects[0],
+            self._layout.objects[0], pn.pane.HTML(VLLM_HINT_HTML, sizing_mode="stretch_width"),
             pn.FlexBox(self.search, self.csv, self.clear_button, flex_wrap="wrap", align_items="flex-end",
                        sizing_mode="stretch_width", css_classes=["kv-t-tools"]),
             self.confirm, self.notice, self.count, self.summary, self.listing,

@@ -35,6 +35,26 @@ class VllmMetrics:
         return self.prefix_hits / self.prefix_queries if self.prefix_queries else 0.0
 
 
+# The series parse_metrics reads: a recording keeps only these lines of each scrape.
+SERIES_READ = ("vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
+               "vllm:num_preemptions_total", "vllm:num_requests_running", "vllm:num_requests_waiting",
+               "vllm:cache_config_info", "process_start_time_seconds")
+
+
+def series_read(text: str) -> str:
+    """The lines of a /metrics text that parse_metrics reads (with their HELP and TYPE lines)."""
+    keep = []
+    for line in text.splitlines():
+        if line.startswith("# "):
+            parts = line.split(" ", 3)
+            name = parts[2] if len(parts) > 2 else ""
+            if name in SERIES_READ or f"{name}_total" in SERIES_READ:
+                keep.append(line)
+        elif line.split("{", 1)[0].split(" ", 1)[0] in SERIES_READ:
+            keep.append(line)
+    return "\n".join(keep) + "\n"
+
+
 def _int(label: str | None) -> int | None:
     try:
         return int(label) if label not in (None, "None") else None
@@ -71,9 +91,15 @@ def _get(url: str, timeout: float) -> bytes:
         return r.read()
 
 
+def metrics_text(base_url: str, timeout: float = TIMEOUT_S) -> str:
+    """vLLM's /metrics as text. Raises OSError (URLError, timeouts, refused connections) when the
+    server does not answer."""
+    return _get(f"{base_url}/metrics", timeout).decode("utf-8", "replace")
+
+
 def fetch_metrics(base_url: str, timeout: float = TIMEOUT_S) -> VllmMetrics:
     """Raises OSError (URLError, timeouts, refused connections) when the server does not answer."""
-    return parse_metrics(_get(f"{base_url}/metrics", timeout).decode("utf-8", "replace"))
+    return parse_metrics(metrics_text(base_url, timeout))
 
 
 def served_model(base_url: str, timeout: float = TIMEOUT_S) -> str:

@@ -66,6 +66,8 @@ class VllmSnapshot:
 
 
 class Monitor:
+    scrape_s = SCRAPE_S  # (a recorder scrapes more often, to catch requests while they run)
+
     def __init__(self, endpoints: Endpoints):
         self.endpoints = endpoints
         self._tree = CacheTree()
@@ -73,7 +75,7 @@ class Monitor:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self._status, self._since, self._restarts = "waiting", time.time(), 0
+        self._status, self._since, self._restarts = "waiting", self._now(), 0
         self._model: str | None = None
         self._metrics: VllmMetrics | None = None
         self._last_seq: int | None = None
@@ -117,26 +119,39 @@ class Monitor:
         try:
             while not self._stop.is_set():
                 changed = False
-                if sub.poll(100):
+                if sub.poll(min(100, int(1000 * self.scrape_s))):
                     while sub.poll(0):
                         changed |= self._on_frames(sub.recv_multipart())
                 if time.monotonic() >= next_scrape:
-                    next_scrape = time.monotonic() + SCRAPE_S
+                    next_scrape = time.monotonic() + self.scrape_s
                     changed |= self._scrape()
                 if changed:
                     self._publish()
         finally:
             sub.close()
 
+    # -- what the watcher reads (a recording replaces these: kvviz/nodes/vllm/recording.py) -------
+    def _now(self) -> float:
+        return time.time()
+
+    def _fetch_metrics(self) -> VllmMetrics:
+        return fetch_metrics(self.endpoints.url)
+
+    def _fetch_model(self) -> str:
+        return served_model(self.endpoints.url)
+
+    def _received(self, frames: list[bytes]) -> None:
+        """Every KV-event message as it arrived (subscription or replay); a recorder keeps them."""
+
     def _scrape(self) -> bool:
         try:
-            m = fetch_metrics(self.endpoints.url)
+            m = self._fetch_metrics()
             start = m.start_time
             if self._model is None or start != self._start_time:
-                self._model = served_model(self.endpoints.url)
+                self._model = self._fetch_model()
         except (OSError, ValueError, KeyError, IndexError):
             if self._status == "connected":
-                self._status, self._since = "disconnected", time.time()
+                self._status, self._since = "disconnected", self._now()
                 return True
             return False
         if self._start_time is not None and start != self._start_time:
@@ -146,9 +161,9 @@ class Monitor:
         changed = fresh or m != self._metrics
         self._start_time, self._metrics = start, m
         if fresh:
-            self._status, self._since = "connected", time.time()
+            self._status, self._since = "connected", self._now()
             self._catch_up()
-        now = time.time()
+        now = self._now()
         if changed or not self._history or now - self._history[-1].t >= HEARTBEAT_S:
             self._history.append(Sample(now, m.kv_usage, m.hit_rate, m.running, m.waiting, m.preemptions))
             return True
@@ -159,6 +174,7 @@ class Monitor:
         self._last_seq = None
 
     def _on_frames(self, frames: list[bytes]) -> bool:
+        self._received(frames)
         try:
             batch = decode_frames(frames)
         except ValueError:
@@ -189,6 +205,7 @@ class Monitor:
                 frames = sock.recv_multipart()[1:]  # (the empty delimiter first)
                 if len(frames) != 3 or int.from_bytes(frames[1], "big", signed=True) < 0:
                     return out
+                self._received(frames)
                 out.append(decode_frames(frames))
         except (zmq.ZMQError, ValueError):
             return out  # no replay socket, or it went away: the tree starts from what arrives

@@ -14,17 +14,23 @@ from kvviz.nodes.vllm.server import BLOCK_SIZE
 TITLE = "A real engine"
 
 PROSE = f"""
-### 04 · A real engine: vLLM's own KV cache, live
+### 04 · A real engine: vLLM's own KV cache
 
 * The three nodes above run kvviz's small engine. Here the same ideas run in **vLLM**, a serving
-  engine used in production, here on this machine's CPU with the *same trained weights*.
+  engine used in production, here on a CPU with the *same trained weights*.
 * vLLM announces every change to its prefix cache as an **event**: blocks stored (with their
   tokens and a hash), blocks removed. The tree below is rebuilt from those events alone.
 * A block's **hash** covers its own tokens and the hash of the block before it, so it names the
   whole prefix: two requests that share a system prompt get the same hashes for its blocks, and
-  vLLM stores them once. Blocks of {BLOCK_SIZE} tokens, as in both engines here.
+  vLLM stores them once.
+* Blocks here hold **{BLOCK_SIZE} tokens**, not the 16 of nodes 01–03: vLLM's CPU build only runs
+  blocks of a multiple of 32, so kvviz's engine uses {BLOCK_SIZE} too, to compare block for block.
 * Beside it, kvviz's engine serves the same requests: same tokens, same blocks, **same hashes**.
 """
+
+TRY_RECORDED = ("Try it: press **Replay the recording** and watch vLLM's cache grow: node 03's four questions "
+                "arrive together, store the system prompt's three blocks once, then branch; the two questions "
+                "after them find those blocks cached (the prefix hit rate rises).")
 
 TRY = (f"Try it: press **Send the lesson's four questions**: the system prompt's three blocks appear once, with "
        f"four branches. Then send your own question. Each request generates {MAX_NEW_TOKENS} tokens in both "
@@ -44,7 +50,7 @@ LIMITS = """
 QUESTION_LABEL = "Your question, after node 03's system prompt (up to 200 characters)"
 VLLM_TREE_TITLE = "vLLM's prefix cache, rebuilt from its KV events (root at the left)"
 OUR_TREE_TITLE = "kvviz's engine, same requests: its radix tree, block by block, with vLLM's hash for each"
-VLLM_TREE_EMPTY = "vLLM's cache holds no full block yet: send a request."
+VLLM_TREE_EMPTY = "vLLM's cache holds no full block yet: its blocks appear here as requests arrive."
 OUR_TREE_EMPTY = "kvviz's engine has served nothing yet: its blocks appear here when vLLM answers."
 SAME, VLLM_ONLY, OURS_ONLY = "#009E73", "#56B4E9", "#dddddd"
 
@@ -53,33 +59,46 @@ def short_hash(h: int) -> str:
     return f"#{h:016x}"[:9]
 
 
-def status_line(snap, now: float | None = None) -> tuple[str, str]:
-    """(state, sentence) for the status line: 'connected', 'waiting' or 'disconnected'."""
-    if snap is None:
-        return "waiting", "Connecting to vLLM…"
-    e, now = snap.endpoints, time.time() if now is None else now
-    if snap.status == "connected":
-        m = snap.metrics
+def recording_words(played) -> str:
+    r = played.recording
+    when = r.recorded.replace("T", " at ").replace("Z", " UTC")[:-7] + " UTC" if "T" in r.recorded else r.recorded
+    return (f"vLLM {r.vllm_version} (its CPU build, serving kvviz's model) recorded on {when}, answering node 03's "
+            f"four questions together, then {len(r.exchanges) - 4} more one at a time")
+
+
+def status_line(state, now: float | None = None) -> tuple[str, str]:
+    """(kind, sentence) for the status line, kind 'connected', 'recording', 'disconnected' or
+    'waiting'. (How to start a vLLM is for the teacher: README, /teacher; not said here.)"""
+    live, server = state.live, state.server
+    now = time.time() if now is None else now
+    if live is not None and live.status == "connected":
+        m, e = live.metrics, live.endpoints
         pool = f"a pool of {m.num_blocks} blocks of {m.block_size} tokens" if m and m.num_blocks else "its pool"
-        return "connected", (f"Connected to vLLM at {e.url}, serving the model {snap.model!r} with {pool}; "
+        return "connected", (f"Live: vLLM at {e.url}, serving the model {live.model!r} with {pool}; "
                              f"KV events from {e.events}.")
-    if snap.status == "disconnected":
-        return "disconnected", (f"Disconnected: vLLM at {e.url} stopped answering {round(now - snap.since)} s ago. "
-                                "Reconnecting by itself when it is back (start it again with `make vllm`).")
-    return "waiting", (f"No vLLM answers at {e.url}. Start one in a second terminal with `make vllm` "
-                       "(the first time it installs vLLM, a few minutes); this node connects by itself. "
-                       "Another server: set KVVIZ_VLLM_URL and KVVIZ_VLLM_EVENTS before `make lesson`.")
+    played = state.recording
+    shown = (f"Shown meanwhile, a recording: {recording_words(played)}." if played is not None
+             else f"No recording to show either: {state.recording_error}")
+    if server is not None and server.status == "disconnected":
+        return "disconnected", (f"vLLM at {server.endpoints.url} stopped answering {round(now - server.since)} s "
+                                f"ago; this node reconnects by itself when it is back. {shown}")
+    if played is not None:
+        return "recording", (f"A recording, not live: {recording_words(played)}. When a vLLM answers here, "
+                             "this node shows it live instead.")
+    return "waiting", f"No vLLM answers. {shown}"
 
 
 @dataclass(frozen=True)
 class LiveCard:
     label: str
     value: Callable  # (VllmState) -> str
-    counts: str
+    counts: str  # what it counts, in a student's words
+    source: str  # where the number comes from: vLLM's metric names (in the card's tooltip)
 
 
 def _m(state, field_name: str):
-    m = state.live.metrics if state.live is not None and state.connected else None
+    live = state.live
+    m = live.metrics if live is not None and live.status in ("connected", "recording") else None
     return None if m is None else getattr(m, field_name)
 
 
@@ -89,13 +108,18 @@ def _or_dash(v, f) -> str:
 
 CARDS = (
     LiveCard("KV USAGE", lambda s: _or_dash(_m(s, "kv_usage"), lambda v: f"{fmt.percent(v)}%"),
-             "vllm:kv_cache_usage_perc: blocks held by running requests ÷ blocks in the pool."),
+             "Share of vLLM's memory blocks held by requests being computed now.",
+             "vllm:kv_cache_usage_perc"),
     LiveCard("CACHED BLOCKS", lambda s: _or_dash(_m(s, "num_blocks"), lambda n: f"{len(s.live.tree.blocks)} / {n}"),
-             "Blocks in vLLM's prefix cache (from its events) / blocks in its pool (vllm:cache_config_info)."),
+             "Blocks kept in vLLM's prefix cache / blocks in its memory.",
+             "from vLLM's KV events / vllm:cache_config_info num_gpu_blocks"),
     LiveCard("PREFIX HIT RATE", lambda s: _or_dash(_m(s, "hit_rate"), lambda v: f"{fmt.percent(v)}%"),
-             "vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total: prompt tokens found cached."),
+             "Prompt tokens vLLM found already cached, so did not compute again.",
+             "vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total"),
     LiveCard("RUNNING · WAITING", lambda s: _or_dash(_m(s, "running"), lambda v: f"{int(v)} · {int(_m(s, 'waiting'))}"),
-             "vllm:num_requests_running and vllm:num_requests_waiting, now."),
+             "Requests being computed now · requests queued for memory.",
+             "vllm:num_requests_running · vllm:num_requests_waiting"),
     LiveCard("PREEMPTIONS", lambda s: _or_dash(_m(s, "preemptions"), lambda v: str(int(v))),
-             "vllm:num_preemptions_total: requests whose blocks vLLM took back to make room."),
+             "Times vLLM paused a request and took its blocks back to make room.",
+             "vllm:num_preemptions_total"),
 )

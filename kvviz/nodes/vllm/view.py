@@ -1,5 +1,7 @@
-"""Node 04's view: vLLM's status, a prompt box, its cache tree and metrics over time, our engine's
-tree labelled with vLLM's hashes, and the requests compared token for token.
+"""Node 04's view: vLLM's status, a prompt box (live) or a Replay button (the recording), its
+cache tree and metrics over time, our engine's tree labelled with vLLM's hashes, and the requests
+compared token for token. With no vLLM, every figure shows the recording in assets/, said so in
+the status line.
 
 Building the view attaches the state to the process's one vLLM watcher and starts this session's
 poll timer (twice a second: the state reads the watcher's latest snapshot and collects answers),
@@ -25,7 +27,8 @@ from kvviz.web.live_html import LiveHTML
 from kvviz.web.redraw import Redraw
 
 POLL_MS = 500
-STATUS_COLOURS = {"connected": "#009E73", "waiting": "#E69F00", "disconnected": "#D55E00"}
+STATUS_COLOURS = {"connected": "#009E73", "recording": "#0072B2", "waiting": "#E69F00", "disconnected": "#D55E00"}
+SHOWN = ("connected", "recording")  # snapshot statuses with a picture to draw
 ROW = '<div style="display:flex;flex-wrap:wrap;gap:0.5rem">{}</div>'
 _decode = ByteTokenizer().decode
 
@@ -39,7 +42,7 @@ def block_text(snap, tokens) -> str:
 
 def vllm_rows(state: VllmState) -> list[TreeRow]:
     snap = state.live
-    if snap is None or snap.status != "connected":
+    if snap is None or snap.status not in SHOWN:
         return []
     ours = set(state.our_hashes.values())
     below: dict[int, int] = {}  # parent hash -> children cached
@@ -86,7 +89,7 @@ def our_rows(state: VllmState) -> list[TreeRow]:
 def trunk_html(state: VllmState) -> str:
     """The tree in words (also for screen readers): the longest prefix that requests share."""
     snap = state.live
-    if snap is None or snap.status != "connected" or not snap.tree.blocks:
+    if snap is None or snap.status not in SHOWN or not snap.tree.blocks:
         return ""
     children: dict[int | None, list] = {}
     for b in snap.tree.blocks:
@@ -112,13 +115,13 @@ def trunk_html(state: VllmState) -> str:
 
 
 def status_html(state: VllmState) -> str:
-    kind, sentence = text.status_line(state.live)
+    kind, sentence = text.status_line(state)
     style = f"font-size:1rem;padding:0.35rem 0.7rem;background:#f6f8fb;border-left:5px solid {STATUS_COLOURS[kind]}"
     return f'<div class="kv-vllm-status" data-state="{kind}" role="status" style="{style}">{html.escape(sentence)}</div>'
 
 
 def cards_html(state: VllmState) -> str:
-    return ROW.format("".join(card_html("vllm", c.label, c.value(state), c.counts) for c in text.CARDS))
+    return ROW.format("".join(card_html("vllm", c.label, c.value(state), c.counts, c.source) for c in text.CARDS))
 
 
 def same_html(state: VllmState) -> str:
@@ -139,6 +142,8 @@ def exchanges_html(state: VllmState) -> str:
     for e in reversed(state.exchanges):
         if e.error:
             verdict = html.escape(e.error)
+        elif e.vllm_ids and not e.our_ids:
+            verdict = "kvviz's engine computing…"
         elif e.pending:
             verdict = "waiting for vLLM…"
         elif (k := e.first_divergence) is None:
@@ -174,6 +179,11 @@ class VllmView(pn.viewable.Viewer):
         send.on_click(lambda _e: s.send())
         four = pn.widgets.Button(label="Send the lesson's four questions")
         four.on_click(lambda _e: s.send_lesson_questions())
+        self.send_row = pn.FlexBox(box, send, four, align_items="end", sizing_mode="stretch_width")
+        self.replay = pn.widgets.Button(label="▶ Replay the recording", color="primary")
+        self.replay.on_click(lambda _e: s.replay())
+        self.try_live, self.try_recorded = (prose(text.TRY, css_classes=["kv-try"]),
+                                            prose(text.TRY_RECORDED, css_classes=["kv-try"]))
         self.vllm_tree = BlockTree(text.VLLM_TREE_TITLE, NUM_BLOCKS, "kv-vllm-tree", text.VLLM_TREE_EMPTY)
         self.our_tree = BlockTree(text.OUR_TREE_TITLE, NUM_BLOCKS, "kv-our-tree", text.OUR_TREE_EMPTY)
         self.usage = LiveLines("vLLM over time: KV usage and prefix hit rate",
@@ -185,7 +195,7 @@ class VllmView(pn.viewable.Viewer):
         self.panes = {f: LiveHTML(f(s), sizing_mode="stretch_width", margin=(4, 10))
                       for f in (status_html, notice_html, cards_html, trunk_html, same_html, exchanges_html)}
         s.param.watch(lambda _e: self._text(notice_html), "notice")
-        s.param.watch(Redraw(self._redraw), ["live", "ours", "exchanges"])
+        s.param.watch(Redraw(self._redraw), ["live", "server", "replaying", "ours", "exchanges"])
         self._trees_drawn = ()
         self._redraw()
         self._callback = None
@@ -193,9 +203,8 @@ class VllmView(pn.viewable.Viewer):
             self._callback = pn.state.add_periodic_callback(s.poll, period=POLL_MS)
             pn.state.on_session_destroyed(lambda _ctx: self._stop())
         self._layout = section(
-            "vllm", self.panes[status_html], prose(text.PROSE),
-            pn.FlexBox(box, send, four, align_items="end", sizing_mode="stretch_width"),
-            prose(text.TRY, css_classes=["kv-try"]), self.panes[notice_html], self.panes[cards_html],
+            "vllm", self.panes[status_html], prose(text.PROSE), self.send_row, self.replay,
+            self.try_live, self.try_recorded, self.panes[notice_html], self.panes[cards_html],
             self.panes[trunk_html], self.vllm_tree, self.usage, self.load,
             self.panes[same_html], self.our_tree, self.panes[exchanges_html], prose(text.LIMITS))
 
@@ -207,9 +216,18 @@ class VllmView(pn.viewable.Viewer):
     def _redraw(self) -> None:
         live = self.state.live
         trees = (None if live is None else (live.status, live.last_seq, live.restarts), id(self.state.ours))
+        live = self.state.connected
         with pn.io.hold():
             for fn in self.panes:
                 self._text(fn)
+            for widget, shown in ((self.send_row, live), (self.try_live, live),
+                                  (self.replay, not live and self.state.recording is not None),
+                                  (self.try_recorded, not live and self.state.recording is not None)):
+                if widget.visible != shown:
+                    widget.visible = shown
+            label = "Replaying…" if self.state.replaying else "▶ Replay the recording"
+            if self.replay.label != label:
+                self.replay.label = label
             if trees != self._trees_drawn:  # (the metrics change every second; the trees far less often)
                 self._trees_drawn = trees
                 self.vllm_tree.update(vllm_rows(self.state))

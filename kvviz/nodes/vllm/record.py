@@ -1,0 +1,120 @@
+"""Record a real vLLM session for node 04 to play when no vLLM answers (`make vllm-recording`).
+
+    python -m kvviz.nodes.vllm.record [assets/vllm-recording.json]
+
+Starts vLLM's CPU build (in $KVVIZ_VLLM_VENV, default .venv-vllm) serving kvviz's model, watches
+it with the lesson's own watcher (kvviz/nodes/vllm/monitor.py), which keeps every KV-event message
+and /metrics scrape it reads, sends node 03's four questions together and then two more, one after
+the other, and writes the recording (kvviz/nodes/vllm/recording.py) with the vLLM version and
+time. Before writing, the recording is played back and must give the live watcher's own tree and
+metrics. About a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kvviz.nodes.radix.scenario import MORE_QUESTIONS
+from kvviz.nodes.vllm import client, server
+from kvviz.nodes.vllm.monitor import Endpoints, Monitor, VllmSnapshot
+from kvviz.nodes.vllm.recording import FORMAT, PATH, RecordingError, parse, play
+from kvviz.nodes.vllm.scenario import LESSON_QUESTIONS, MAX_NEW_TOKENS, prompt_for
+
+PAUSE_S = 2.0  # seconds between the parts of the session, so the charts show each one
+
+
+class Recorder(Monitor):
+    """The live watcher, keeping what it reads: each KV-event message once (as it arrived, from
+    the subscription or the replay socket) and each scrape (the lines it reads; null when the same
+    as the last one), with the time. It scrapes ten times a second: vLLM answers a request on
+    this CPU within a second, and a scrape a second would rarely see one running."""
+
+    scrape_s = 0.1
+
+    def __init__(self, endpoints: Endpoints):
+        self.items: list[dict] = []
+        self._seqs: set[int] = set()
+        self._last_text: str | None = None
+        super().__init__(endpoints)
+
+    def _received(self, frames: list[bytes]) -> None:
+        if len(frames) != 3 or len(frames[1]) != 8:
+            return
+        seq = int.from_bytes(frames[1], "big", signed=True)
+        if seq < 0 or seq in self._seqs:
+            return
+        self._seqs.add(seq)
+        self.items.append({"t": round(self._now(), 3), "frames": [f.hex() for f in frames]})
+
+    def _fetch_metrics(self) -> client.VllmMetrics:
+        t = round(self._now(), 3)
+        text = client.series_read(client.metrics_text(self.endpoints.url))
+        self.items.append({"t": t, "metrics": None if text == self._last_text else text})
+        self._last_text = text
+        return client.parse_metrics(text)
+
+
+def vllm_version() -> str:
+    return subprocess.run([str(server.PYTHON), "-c", "import vllm; print(vllm.__version__)"],
+                          capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+
+
+def session(srv: server.VllmServer, questions: list[list[str]] | None = None) -> tuple[dict, VllmSnapshot]:
+    """Record `questions` (groups sent together, one group after the other; default: node 03's
+    four, then two more alone) against a running server. Returns (the recording's JSON, the live
+    watcher's last snapshot)."""
+    groups = questions or [list(LESSON_QUESTIONS), [MORE_QUESTIONS[0]], [MORE_QUESTIONS[1]]]
+    rec = Recorder(Endpoints(srv.url, srv.events, srv.replay)).start()
+    exchanges = []
+    try:
+        rec.wait_for(lambda s: s.status == "connected", timeout=30)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+            for g, group in enumerate(groups):
+                time.sleep(PAUSE_S)
+                futures = [pool.submit(client.complete, srv.url, server.MODEL_NAME, prompt_for(q), MAX_NEW_TOKENS)
+                           for q in group]
+                for q, f in zip(group, futures, strict=True):
+                    c = f.result()
+                    exchanges.append({"question": q, "group": g, "token_ids": list(c.token_ids), "text": c.text,
+                                      "cached_tokens": c.cached_tokens})
+        time.sleep(PAUSE_S)
+        last = rec.wait_for(lambda s: s.metrics is not None and s.metrics.running == 0 and s.metrics.waiting == 0)
+        time.sleep(1.5)  # (one more scrape, and any last event batch)
+        last = rec.latest()
+    finally:
+        rec.stop()
+    data = {"format": FORMAT, "vllm_version": vllm_version(),
+            "recorded": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "model": last.model,
+            "block_size": server.BLOCK_SIZE, "num_blocks": server.NUM_BLOCKS, "max_new_tokens": MAX_NEW_TOKENS,
+            "exchanges": exchanges, "items": rec.items}
+    return data, last
+
+
+def check(data: dict, live: VllmSnapshot) -> None:
+    """The recording, played, must end where the live watcher did; RecordingError if not."""
+    played = play(parse(data)).last
+    if played.tree != live.tree or played.metrics != live.metrics or played.last_seq != live.last_seq:
+        raise RecordingError("the recording, played back, does not give the live watcher's tree and metrics")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    out = Path(argv[0]) if argv else PATH
+    print(f"Starting vLLM from {server.VENV} (about half a minute)…", flush=True)
+    with server.VllmServer() as srv:
+        data, live = session(srv)
+    check(data, live)
+    out.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+    print(f"Recorded vLLM {data['vllm_version']}: {len(data['items'])} messages and scrapes, "
+          f"{len(live.tree.blocks)} cached blocks at the end, {out.stat().st_size // 1024} KiB in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
