@@ -59,10 +59,8 @@ def _number(text: str) -> float | None:
 
 
 def _order(values: list[str]) -> list[str]:
-    """Numbers ascending when every value is a number, else alphabetical."""
-    if all(_number(v) is not None for v in values):
-        return sorted(values, key=lambda v: (_number(v), v))
-    return sorted(values, key=lambda v: (v.casefold(), v))
+    """Numbers ascending, then the other values alphabetically."""
+    return sorted(values, key=lambda v: (0, _number(v), v) if _number(v) is not None else (1, 0, v.casefold()))
 
 
 def _items(h: HandIn):
