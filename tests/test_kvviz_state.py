@@ -389,7 +389,7 @@ def test_download_holds_the_answer_the_predictions_and_the_state(frag, paging, r
     frag.free_r2()
     md = ex.markdown()
     assert "Paging is like virtual memory." in md
-    assert "I predicted: refused; the engine: refused (right)." in md
+    assert "| refused | refused | ✓ yes |" in md
     record = json.loads(md.split("```json\n")[1].split("```")[0])
     assert record["fragmentation"]["metrics"]["blocks_reserved_empty"] == 8  # R2 freed: R1 and R3 hold 4 each
     assert record["radix"]["metrics"]["blocks_without_sharing"] == 36

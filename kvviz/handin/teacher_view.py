@@ -6,7 +6,9 @@ open, it polls the database's revision every POLL_MS (one tiny query) and redraw
 hand-in arrived, changed or was cleared in any server process: new hand-ins appear within
 POLL_MS plus a redraw. It summarises each question, lists the hand-ins (newest first, searchable
 by name) each with a link that opens its state in a new tab, exports CSV, and clears the class
-after a confirmation.
+after a confirmation. Above them, the class pulse (pulse.py): a chart per prediction of what the
+class predicted, the engine's answer hidden until the teacher reveals it; "Pulse only" hides the
+names, verdicts and summary below it, for the projector.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import param
 
 from kvviz.handin import key as passphrase
 from kvviz.handin.model import HandIn, clean
+from kvviz.handin.pulse import pulse
+from kvviz.handin.pulse_html import pulse_html
 from kvviz.handin.report import summarise, to_csv
 from kvviz.handin.storage import Store, StoreError, shared
 from kvviz.handin.teacher_html import VLLM_HINT_HTML, handins_html, header_html, summary_html
@@ -29,6 +33,9 @@ from kvviz.web.live_html import LiveHTML
 log = logging.getLogger("kvviz.handin")
 POLL_MS = 1000  # how often an open teacher page looks for new hand-ins (the issue asks for 2 s)
 QUESTION = "The written answer (explain it back)"
+
+REVEAL = {False: "Reveal the engine's answers", True: "Hide the engine's answers"}
+ONLY = {False: "Pulse only (for the projector)", True: "Show the hand-ins too"}
 
 TITLE_HTML = (
     '<div class="kv-t-title"><h1>Your class</h1><p>Students hand in from the lesson\'s '
@@ -40,6 +47,8 @@ TITLE_HTML = (
 class TeacherPage(pn.viewable.Viewer):
     store = param.ClassSelector(class_=Store, default=None, doc="default: the class database (KVVIZ_DB)")
     unlocked = param.Boolean(default=False, doc="the passphrase was typed in this session")
+    reveal = param.Boolean(default=False, doc="the class pulse shows the engine's answers")
+    pulse_only = param.Boolean(default=False, doc="only the class pulse is shown (for the projector)")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -106,11 +115,21 @@ class TeacherPage(pn.viewable.Viewer):
         self.summary = LiveHTML("", sizing_mode="stretch_width")
         self.listing = LiveHTML("", sizing_mode="stretch_width")
         self.notice = LiveHTML(status_html(), sizing_mode="stretch_width")
-        self._layout.objects = [
-            self._layout.objects[0], pn.pane.HTML(VLLM_HINT_HTML, sizing_mode="stretch_width"),
+        self.pulse = LiveHTML("", sizing_mode="stretch_width")
+        self.reveal_button = pn.widgets.Button(label=REVEAL[False], color="primary", css_classes=["kv-p-reveal"])
+        self.only_button = pn.widgets.Button(label=ONLY[False], css_classes=["kv-p-only"])
+        self.reveal_button.on_click(lambda _e: setattr(self, "reveal", not self.reveal))
+        self.only_button.on_click(lambda _e: setattr(self, "pulse_only", not self.pulse_only))
+        self.param.watch(lambda _e: self._redraw_pulse(), ["reveal", "pulse_only"])
+        self.details = pn.Column(
             pn.FlexBox(self.search, self.csv, self.clear_button, flex_wrap="wrap", align_items="flex-end",
                        sizing_mode="stretch_width", css_classes=["kv-t-tools"]),
-            self.confirm, self.notice, self.count, self.summary, self.listing,
+            self.confirm, self.notice, self.count, self.summary, self.listing, sizing_mode="stretch_width")
+        self._layout.objects = [
+            self._layout.objects[0], pn.pane.HTML(VLLM_HINT_HTML, sizing_mode="stretch_width"),
+            pn.FlexBox(self.reveal_button, self.only_button, flex_wrap="wrap", sizing_mode="stretch_width",
+                       css_classes=["kv-p-tools"]),
+            self.pulse, self.details,
         ]
         self.refresh(force=True)
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
@@ -144,6 +163,14 @@ class TeacherPage(pn.viewable.Viewer):
                                                                             default=0), search)
             self.summary.object = summary_html(summarise(everyone, QUESTION), len(everyone))
             self.listing.object = handins_html(shown, len(everyone), search)
+            self.pulse.object = pulse_html(pulse(everyone, self.reveal), self.reveal)
+
+    def _redraw_pulse(self) -> None:
+        """After Reveal/Hide or Pulse only: the buttons' words, the chart, and what is shown."""
+        self.reveal_button.label = REVEAL[self.reveal]
+        self.only_button.label = ONLY[self.pulse_only]
+        self.details.visible = not self.pulse_only
+        self.pulse.object = pulse_html(pulse(self._handins, self.reveal), self.reveal)
 
     def _csv(self) -> io.StringIO:
         if not self.unlocked:

@@ -4,6 +4,7 @@ their answers until the student has given one; the download holds every predicti
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,10 @@ def test_explain_withholds_an_answer_until_given_and_downloads_every_prediction(
     with page.expect_download() as download:
         page.locator(".kv-download .bk-btn").click()
     text = Path(download.value.path()).read_text(encoding="utf-8")
-    assert "I predicted: admitted; the engine: refused (not this time). After R2's release 16 blocks" in text
-    assert "I predicted: 8; the engine: 8 (right)." in text
-    assert '"predictions": [' in text
+    assert download.value.suggested_filename.endswith(".md") and text.startswith("# Managing the KV cache")
+    assert "| # | Node | Question | Predicted | Engine | Right |" in text  # the predictions, as a table
+    assert "| admitted | refused | ✗ no |" in text and "| 8 | 8 | ✓ yes |" in text
+    assert "- (1) After R2's release 16 blocks" in text
+    record = json.loads(text.split("```json\n")[1].split("\n```")[0])  # and as data, at the end
+    assert [p["predicted"] for p in record["predictions"]] == ["admitted", "8"]
     assert page.kv_errors == []

@@ -10,11 +10,10 @@ predicted, outcome, right}: what the download holds and what a class could hand 
 
 from __future__ import annotations
 
-import json
-
 import param
 
 from kvviz import formatting as fmt
+from kvviz.nodes.explain import markdown
 from kvviz.nodes.explain.checks import CHECKS, SelfCheck
 from kvviz.nodes.explain.text import QUESTION
 from kvviz.nodes.fragmentation.state import FragmentationState
@@ -22,6 +21,7 @@ from kvviz.nodes.paging.state import PagingState
 from kvviz.nodes.radix.state import RadixState
 
 BY_KEY = {c.key: c for c in CHECKS}
+TITLE = "Managing the KV cache: my answer"
 HIDDEN = "(withheld until you answer the self-check about it below)"
 
 
@@ -134,17 +134,9 @@ class ExplainState(param.Parameterized):
         }
 
     def markdown(self) -> str:
-        """The download: the question, the student's answer, predictions, facts and the state."""
-        lines = ["# Managing the KV cache: my answer", "", "## The question", "", QUESTION, "",
-                 "## My answer", "", self.answer.strip() or "(no answer written yet)", "",
-                 "## My predictions, and what the engine did", ""]
-        for e in self.predictions:
-            mark = "right" if e["right"] else "not this time"
-            why = f" {e['why'][:1].upper()}{e['why'][1:]}" if e.get("why") else ""
-            lines.append(f"- [{e['node']}] {e['question']} I predicted: {e['predicted']}; the engine: "
-                         f"{e['outcome']} ({mark}).{why}")
-        if not self.predictions:
-            lines.append("- (none made yet)")
-        lines += ["", "## What the live state showed", ""] + [f"- {x}" for x in self.facts()]
-        lines += ["", "## The state, as data", "", "```json", json.dumps(self.state_record(), indent=2), "```", ""]
-        return "\n".join(lines)
+        """The download: a readable Markdown answer (kvviz/nodes/explain/markdown.py) with the state
+        and every prediction as data at its end."""
+        checks = [self.responses[c.key] for c in CHECKS if c.key in self.responses]
+        made = [e for node in self.nodes for e in node.predictions]
+        record = {"answer": self.answer, **self.state_record()}
+        return markdown.document(TITLE, QUESTION, self.answer, checks, made, self.facts(), record)
