@@ -25,6 +25,7 @@ from panel.custom import JSComponent
 from kvviz.handin.model import MAX_NAME, HandIn, RateLimit
 from kvviz.handin.session import HandInSession, confirmation
 from kvviz.handin.storage import Store
+from kvviz.web.js_source import js_source
 from kvviz.web.live_html import LiveHTML
 
 __all__ = ["HandInView", "StudentId", "confirmation", "status_html"]
@@ -32,26 +33,7 @@ CSS_PATH = Path(__file__).resolve().parents[2] / "assets" / "handin.css"
 # Relative to /app or /teacher; served by `--static-dirs assets=./assets` (and nginx in `make class`).
 CSS_URL = f"assets/handin.css?v={hashlib.sha256(CSS_PATH.read_bytes()).hexdigest()[:12]}"
 
-_ESM = """
-const KEY = "kvviz-student-id";
-function newId() {
-  const bytes = new Uint8Array(16);
-  crypto.getRandomValues(bytes);
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-export function render({ model }) {
-  let id = null;
-  try { id = window.localStorage.getItem(KEY); } catch (e) { /* storage blocked: this page only */ }
-  if (!id || !/^[0-9a-f]{32}$/.test(id)) {
-    id = newId();
-    try { window.localStorage.setItem(KEY, id); } catch (e) { /* (as above) */ }
-  }
-  model.student_id = id;
-  const el = document.createElement("span");
-  el.className = "kv-student-id";
-  return el;
-}
-"""
+_ESM = js_source(__file__, "student_id.js")
 
 
 class StudentId(JSComponent):
