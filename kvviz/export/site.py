@@ -64,18 +64,18 @@ SERVED_HANDIN = "../lesson-handin"  # (kvviz/handin/endpoint.py)
 
 # The served lesson's last sections run live (they need the server): links carry the states reached.
 LIVE_LINKS_HTML = f"""<section class="kv-live-links" aria-label="Live sections">
+<h2>{html.escape(BY_KEY["vllm"].number)} · {html.escape(BY_KEY["vllm"].title)}</h2>
+<p>The same ideas inside a real production engine, vLLM, watched live (or its recording, where no vLLM runs).
+<a class="kv-live-link" href="{SERVED_LIVE}?node=vllm">Open node {html.escape(BY_KEY["vllm"].number)}</a></p>
+<h2>{html.escape(BY_KEY["explain"].number)} · {html.escape(BY_KEY["explain"].title)}</h2>
+<p>Explain the ideas back in your own words, check yourself, and hand it in to your teacher: it runs live, with the
+states you reached above. <a class="kv-live-link" href="{SERVED_LIVE}?node=explain"
+onclick="this.href='{SERVED_LIVE}?node=explain&amp;' + window.kvvizPlayer.query()">Open Explain it back</a></p>
 <h2>Hand in your predictions</h2>
 <div class="kv-handin-played"><p>Your teacher sees what you predicted above, and the state you reached.</p>
 <label>Your name <input class="kv-handin-name" type="text" maxlength="60" autocomplete="nickname"></label>
 <button type="button" class="kv-handin-send" onclick="window.kvvizPlayer.handIn(this)">Hand in</button>
 <span class="kv-handin-status" role="status"></span></div>
-<h2>{html.escape(BY_KEY["explain"].number)} · {html.escape(BY_KEY["explain"].title)}</h2>
-<p>Explain the ideas back in your own words, check yourself, and hand it in to your teacher: it runs live, with the
-states you reached above. <a class="kv-live-link" href="{SERVED_LIVE}?node=explain"
-onclick="this.href='{SERVED_LIVE}?node=explain&amp;' + window.kvvizPlayer.query()">Open Explain it back</a></p>
-<h2>{html.escape(BY_KEY["vllm"].number)} · {html.escape(BY_KEY["vllm"].title)}</h2>
-<p>The same ideas inside a real production engine, vLLM, watched live.
-<a class="kv-live-link" href="{SERVED_LIVE}?node=vllm">Open node {html.escape(BY_KEY["vllm"].number)}</a></p>
 </section>"""
 
 
@@ -145,8 +145,9 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
              for k in keys}
     live = {k: pn.pane.HTML("", visible=False, sizing_mode="stretch_width", css_classes=["kv-live", f"kv-live-{k}"])
             for k in keys}
-    notes = pn.pane.HTML(note_html(facts, live_url, served), sizing_mode="stretch_width")
-    after = [pn.pane.HTML(LIVE_LINKS_HTML, sizing_mode="stretch_width")] if served and len(keys) > 1 else []
+    notes = pn.pane.HTML(note_html(facts, live_url, served), sizing_mode="stretch_width", css_classes=["kv-prose"])
+    after = ([pn.pane.HTML(LIVE_LINKS_HTML, sizing_mode="stretch_width", css_classes=["kv-prose"])]
+             if served and len(keys) > 1 else [])
     layout = pn.Column(notes, *[item for k in keys for item in (views[k], live[k])], *after,
                        sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
     doc = Document()
