@@ -32,6 +32,7 @@ $(VENV)/.test-installed: requirements.txt requirements-test.txt | $(BIN)/python
 # passphrase is KVVIZ_TEACHER_KEY, else one generated once and stored there (printed here).
 lesson: $(VENV)/.lesson-installed
 	@$(BIN)/python -m kvviz.handin.key --url http://$(ADDRESS):$(PORT)/teacher
+	@echo "The lesson (students open this): http://$(ADDRESS):$(PORT)/  (recorded from this engine at the first start, in about a minute; live at /app meanwhile)"
 	$(BIN)/panel serve app.py teacher.py --port $(PORT) --address $(ADDRESS) --num-procs $(PROCS) \
 		--allow-websocket-origin '$(ALLOW)' --static-dirs assets=./assets --plugins kvviz.export.routes
 
