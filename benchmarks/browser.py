@@ -39,19 +39,21 @@ class Server:
     each at `base + name`); `env` adds environment variables for the server (e.g. KVVIZ_DB)."""
 
     def __init__(self, apps: tuple[str, ...] = ("app.py",), env: dict[str, str] | None = None,
-                 port: int | None = None):
+                 port: int | None = None, address: str = "127.0.0.1"):
         self.apps, self.env, self.port = apps, env, port  # (a port of its own: a restart can reuse it)
+        self.address = address  # (another loopback address stands in for another machine)
 
     def __enter__(self) -> Server:
         port = self.port or free_port()
         cmd = [sys.executable, "-m", "panel", "serve", *self.apps, "--port", str(port),
-               "--address", "127.0.0.1", "--allow-websocket-origin", f"localhost:{port}",
-               "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1",
+               "--address", self.address, "--allow-websocket-origin", f"localhost:{port}",
+               "--allow-websocket-origin", f"{self.address}:{port}", "--num-procs", "1",
                "--static-dirs", "assets=./assets", "--plugins", "kvviz.export.routes"]
         self.log = tempfile.NamedTemporaryFile("w+", prefix="kvviz-serve-", suffix=".log", delete=False)  # noqa: SIM115
         env = {**os.environ, **self.env} if self.env else None
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        self.base = f"http://localhost:{port}/"
+        host = "localhost" if self.address == "127.0.0.1" else self.address
+        self.base = f"http://{host}:{port}/"
         self.url = self.base + "app"
         try:
             self._wait_until_up()
