@@ -48,7 +48,9 @@ BACKENDS ?= $(shell nproc 2>/dev/null || echo 2)
 CLASS_ADDRESS = $(if $(filter file,$(origin ADDRESS)),0.0.0.0,$(ADDRESS))
 CLASS_ALLOW = $(if $(filter file,$(origin ALLOW)),*,$(ALLOW))
 
-class: $(VENV)/.lesson-installed nginx
+# With KVVIZ_DB=postgresql://... (a lecture hall: README), Debian's PostgreSQL is installed first
+# when missing, as nginx is (its user and database: README "A lecture hall", step 1).
+class: $(VENV)/.lesson-installed nginx $(if $(findstring postgresql,$(KVVIZ_DB)),postgres)
 	BOKEH_VALIDATE_DOC=false $(BIN)/python deploy/class_server.py --address '$(CLASS_ADDRESS)' \
 		--port $(PORT) --allow '$(CLASS_ALLOW)' --backends $(BACKENDS) $(foreach u,$(UPSTREAM),--upstream $(u))
 
