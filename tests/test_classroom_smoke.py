@@ -416,3 +416,11 @@ def test_students_address_serves_the_recorded_lesson_from_disk(server):
         assert r.headers.get("X-Kvviz-Backend") is None  # (nginx read it from disk)
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/lesson/static/js/bokeh.min.js", timeout=30) as r:
         assert r.status == 200 and r.headers.get("X-Kvviz-Backend") is None
+    # compressed once, when recorded: nginx sends the .gz from disk (gzip_static)
+    from kvviz.export import cache
+
+    made = cache.cache_root() / cache.key() / "static" / "js" / "bokeh.min.js.gz"
+    ask = urllib.request.Request(f"http://127.0.0.1:{port}/lesson/static/js/bokeh.min.js",
+                                 headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(ask, timeout=30) as r:
+        assert r.headers.get("Content-Encoding") == "gzip" and r.read() == made.read_bytes()
