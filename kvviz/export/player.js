@@ -108,13 +108,21 @@
 
     show() {
       const row = this.rec.branches[this.branch][this.index];
+      const resize = []; // (a figure's new size: set after the numbers and pictures are painted)
       this.applying = true;
       try {
+        this.sizes = this.sizes || {}; // prop index -> the size value applied
         row.forEach((vi, i) => {
+          const attr = this.rec.props[i][1];
+          if (attr === "height" || attr === "width") {
+            // (before anything is shown, the page holds its default branch's settled end: `initial`)
+            const now = this.sizes[i] ?? (this.shown ? this.shown[i] : this.initial && this.initial[i]);
+            if (this.models[i] && now !== vi) resize.push(i);
+            return;
+          }
           if (this.shown && this.shown[i] === vi) return;
           const model = this.models[i];
           if (!model) return;
-          const attr = this.rec.props[i][1];
           if (attr === "visible") setVisible(model, Boolean(this.rec.values[vi]));
           else model.setv({ [attr]: decode(this.rec.values[vi]) });
         });
@@ -122,7 +130,26 @@
         this.applying = false;
       }
       this.shown = row;
+      if (resize.length) this.resize(resize);
       writeUrl();
+    }
+
+    // A figure's height or width lays out the whole page again (~100 ms for node 03's tree):
+    // set in the frame after the new state is painted, to the size of the state shown by then.
+    resize(indices) {
+      requestAnimationFrame(() => setTimeout(() => {
+        this.applying = true;
+        try {
+          for (const i of indices) {
+            const vi = this.shown[i];
+            if (this.sizes[i] === vi) continue;
+            this.sizes[i] = vi;
+            this.models[i].setv({ [this.rec.props[i][1]]: decode(this.rec.values[vi]) });
+          }
+        } finally {
+          this.applying = false;
+        }
+      }, 0));
     }
 
     last() { return this.rec.branches[this.branch].length - 1; }
@@ -284,6 +311,7 @@
         const doc = window.Bokeh && Bokeh.documents && Bokeh.documents[0];
         if (!doc || doc.is_idle === false) return setTimeout(start, 50); // (its views drawn first)
         const node = new Node(name, rec, meta, doc, ids || {});
+        node.initial = (rec.branches[defaultBranch] || []).at(-1);
         nodes[name] = node;
         const wanted = node.fromLink(location.search);
         const c = CONTROLLERS[name] || {};

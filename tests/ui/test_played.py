@@ -164,3 +164,21 @@ def test_switching_to_live_shows_what_the_recording_showed(page, recorded):
     expect(live_cards.first).to_be_visible()
     for label, value in before.items():
         expect(frame.locator(f'.kv-metric[data-node="fragmentation"][data-label="{label}"] .kv-value')).to_have_text(value)
+
+
+def test_a_figures_size_follows_the_state_shown_even_after_quick_toggles(page, recorded):
+    """A figure's new height is set a frame after the new state is painted: after quick toggles
+    it still ends at the height of the state shown (node 03's tree grows when sharing is on)."""
+    open_lesson(page, recorded)
+    box = page.get_by_role("checkbox", name="Prefix sharing")
+    for _ in range(3):
+        box.check()
+        box.uncheck()
+    box.check()
+    expect(metric(page, "BLOCKS STORED")).to_have_text("18 blk")
+    page.wait_for_function("""() => {
+      const n = window.kvvizPlayer.nodes.radix;
+      const sizes = n.rec.props.map(([_id, a], i) => [a, i]).filter(([a]) => a === 'height');
+      return sizes.length > 0 && sizes.every(([_a, i]) =>
+        n.models[i].height === window.kvvizPlayer.decode(n.rec.values[n.shown[i]]));
+    }""", timeout=10_000)
