@@ -133,8 +133,6 @@ def chromium_probe(base: str, out: dict, actions: int = 24) -> None:
             kind, name, selector = plan[k % len(plan)]
             target_text = page.locator(selector).first
             before = target_text.inner_text()
-            # (the card's HTML is written anew on a change: watch its shadow root, which stays)
-            handle = target_text.element_handle().evaluate_handle("el => el.getRootNode()")
             if kind == "button":
                 target = page.get_by_role("button", name=name).first
             elif kind.startswith("slider"):
@@ -142,6 +140,18 @@ def chromium_probe(base: str, out: dict, actions: int = 24) -> None:
             else:
                 target = page.get_by_role("checkbox", name=name).first
             target.scroll_into_view_if_needed()
+            # (the card's HTML is written anew on a change: watch its shadow root, which stays).
+            # In the page: when the text first differs, the next frame's start (its paint follows).
+            handle = target_text.element_handle().evaluate_handle("el => el.getRootNode()")
+            page.evaluate("""([root, selector, before]) => {
+                window.kvShown = null;
+                const seen = () => { const v = root.querySelector(selector); return v && v.textContent.trim() !== before.trim(); };
+                const obs = new MutationObserver(() => {
+                  if (seen()) { obs.disconnect(); requestAnimationFrame(() => { window.kvShown = performance.now(); }); }
+                });
+                obs.observe(root, {subtree: true, childList: true, characterData: true});
+                window.kvStop = () => obs.disconnect();
+              }""", [handle, selector, before])
             if kind == "slider+":
                 target.press("ArrowUp")
             elif kind == "slider-":
@@ -149,11 +159,8 @@ def chromium_probe(base: str, out: dict, actions: int = 24) -> None:
             else:
                 target.click()
             try:  # (from the click's event in the page to the frame that shows the new number)
-                ms = page.wait_for_function(
-                    """([root, selector, before]) => {
-                         const v = root.querySelector(selector);
-                         return v && v.textContent.trim() !== before.trim() && performance.now() - window.kvT0;
-                       }""", arg=[handle, selector, before], polling="raf", timeout=10_000)
+                ms = page.wait_for_function("() => window.kvShown !== null && Math.max(window.kvShown - window.kvT0, 0.01)",
+                                            timeout=10_000)
                 clicks.append(ms.json_value() / 1000)
                 out.setdefault("by_action", {}).setdefault(f"{kind} {name}", []).append(round(ms.json_value(), 1))
             except Exception as e:  # noqa: BLE001 (an action that changed nothing: e.g. Step at the end)
