@@ -161,6 +161,10 @@ def split_origins(allow: str) -> list[str]:
 
 
 APPS = ("app.py", "teacher.py")  # /app for the students, /teacher for the teacher
+# Warmed up on each backend at start: the live lesson, and the node pages a class reaches live
+# from the recorded lesson (a typed prompt or question, Explain it back).
+WARM_PATHS = ("/app", "/app?node=radix&sharing=1&op=ask%3AWhat+is+a+page%3F", "/app?node=paging&add=A+page",
+              "/app?node=explain")
 
 
 def backend_command(port: int, origins: list[str], session_lifetime_ms: int, check_sessions_ms: int,
@@ -389,16 +393,20 @@ class ClassServer:
             time.sleep(0.3)
 
     def warm_up(self) -> None:
-        """One page from each backend directly, so that the first student does not wait for the
-        imports (torch, the model) of a fresh process. Its session is discarded as unused."""
+        """The pages students reach first from each backend directly (the full lesson, and each
+        node continued live from the recorded lesson), so that the first student does not wait
+        for the imports (torch, the model) and first builds of a fresh process. Their sessions
+        are discarded as unused."""
         errors: list[str] = []
 
         def get(b: Backend) -> None:
-            try:
-                with urllib.request.urlopen(f"http://{self.backend_host()}:{b.port}/app", timeout=START_TIMEOUT_S) as r:
-                    r.read()
-            except (OSError, urllib.error.URLError) as e:
-                errors.append(f"backend {b.index} (port {b.port}): {e}; see {b.log_path}")
+            for path in WARM_PATHS:
+                try:
+                    with urllib.request.urlopen(f"http://{self.backend_host()}:{b.port}{path}",
+                                                timeout=START_TIMEOUT_S) as r:
+                        r.read()
+                except (OSError, urllib.error.URLError) as e:
+                    errors.append(f"backend {b.index} (port {b.port}) {path}: {e}; see {b.log_path}")
 
         threads = [threading.Thread(target=get, args=(b,), daemon=True) for b in self.backends]
         for t in threads:
