@@ -64,13 +64,13 @@ SERVED_HANDIN = "../lesson-handin"  # (kvviz/handin/endpoint.py)
 
 # The served lesson's last sections run live (they need the server): links carry the states reached.
 LIVE_LINKS_HTML = f"""<section class="kv-live-links" aria-label="Live sections">
-<h2>{html.escape(BY_KEY["vllm"].number)} · {html.escape(BY_KEY["vllm"].title)}</h2>
+<div class="kv-node-vllm"><h2>{html.escape(BY_KEY["vllm"].number)} · {html.escape(BY_KEY["vllm"].title)}</h2>
 <p>The same ideas inside a real production engine, vLLM, watched live (or its recording, where no vLLM runs).
-<a class="kv-live-link" href="{SERVED_LIVE}?node=vllm">Open node {html.escape(BY_KEY["vllm"].number)}</a></p>
-<h2>{html.escape(BY_KEY["explain"].number)} · {html.escape(BY_KEY["explain"].title)}</h2>
+<a class="kv-live-link" href="{SERVED_LIVE}?node=vllm">Open node {html.escape(BY_KEY["vllm"].number)}</a></p></div>
+<div class="kv-node-explain"><h2>{html.escape(BY_KEY["explain"].number)} · {html.escape(BY_KEY["explain"].title)}</h2>
 <p>Explain the ideas back in your own words, check yourself, and hand it in to your teacher: it runs live, with the
 states you reached above. <a class="kv-live-link" href="{SERVED_LIVE}?node=explain"
-onclick="this.href='{SERVED_LIVE}?node=explain&amp;' + window.kvvizPlayer.query()">Open Explain it back</a></p>
+onclick="this.href='{SERVED_LIVE}?node=explain&amp;' + window.kvvizPlayer.query()">Open Explain it back</a></p></div>
 <h2>Hand in your predictions</h2>
 <div class="kv-handin-played"><p>Your teacher sees what you predicted above, and the state you reached.</p>
 <label>Your name <input class="kv-handin-name" type="text" maxlength="60" autocomplete="nickname"></label>

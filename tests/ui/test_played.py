@@ -182,3 +182,11 @@ def test_a_figures_size_follows_the_state_shown_even_after_quick_toggles(page, r
       return sizes.length > 0 && sizes.every(([_a, i]) =>
         n.models[i].height === window.kvvizPlayer.decode(n.rec.values[n.shown[i]]));
     }""", timeout=10_000)
+
+
+def test_continue_to_node_04_lands_on_its_live_link(page, recorded):
+    """The last recorded node's "Continue" goes to node 04's section of the page (a live link)."""
+    open_lesson(page, recorded)
+    page.get_by_role("link", name=re.compile(r"Continue: 04")).click()
+    expect(page.get_by_role("link", name="Open node 04")).to_be_in_viewport()
+    assert "/lesson/" in page.url
