@@ -112,3 +112,27 @@ def test_the_hand_in_under_a_resolved_prediction_fits_a_phone(phone, lesson_url)
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390
     assert phone.evaluate(SMALL_TEXT_JS, [14, list(OURS)]) == []
     assert phone.kv_errors == []
+
+
+TARGETS_JS = """() => {
+  const small = [];
+  const walk = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      if (el.matches(".bk-btn, .noUi-handle")) {
+        const r = el.getBoundingClientRect();
+        if (r.width && r.height && (r.height < 44 || (el.matches(".noUi-handle") && r.width < 44)))
+          small.push(`${el.className} ${Math.round(r.width)}x${Math.round(r.height)} ${el.textContent.trim().slice(0, 20)}`);
+      }
+      if (el.shadowRoot) walk(el.shadowRoot);
+    }
+  };
+  walk(document);
+  return small;
+}"""
+
+
+@pytest.mark.parametrize("node", ["fragmentation", "radix"])
+def test_buttons_and_the_slider_handle_are_44px_touch_targets(phone, lesson_url, node):
+    phone.goto(f"{lesson_url}?node={node}")
+    settle(phone)
+    assert phone.evaluate(TARGETS_JS) == []
