@@ -140,6 +140,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
     `served`: the page is served beside the live lesson, so the controls that need an engine
     continue their node live (else they are shown disabled)."""
     lesson, plan = Lesson({}), recipes()
+    spare = Lesson({}) if served else None  # (states with no view: predictions are resolved on them)
     # Each node's view, and where its live session takes its place (empty and hidden until then).
     views = {k: pn.Column(lesson.view(k), sizing_mode="stretch_width", css_classes=[f"kv-recorded-{k}"], margin=0)
              for k in keys}
@@ -168,7 +169,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
         if served:
             wire_live(mine, key, recipe.live_only)
             ids.update(wire_predictions(mine, key))
-            meta["predict"] = predictions(Lesson({}).states[key], recipe)  # (a state with no view)
+            meta["predict"] = predictions(spare.states[key], recipe)
         else:
             disable(mine, recipe.live_only)
         ids["play"] = play.id if play else None
