@@ -13,13 +13,15 @@ It starts `make class`'s server (deploy/class_server.py: nginx in front of BACKE
    spread over ARRIVE_S seconds, open the student's address `/` as a browser's first visit
    does (the redirect, the page, every script and stylesheet it links, nothing cached): ready
    page = all of it received; a 503 (busy) counts as a busy page;
-3. live: TYPERS of them, meanwhile, ask their own question, which no recording holds: the node
-   continues live (`/app?node=radix&sharing=1&op=ask:...`, as the player opens it): the time to
-   the live node's document with the engine's answer in it;
+3. live: TYPERS of them, meanwhile, ask their own question, which no recording holds: the page
+   sends the node's link with it to the server (`/lesson-live?node=radix&sharing=1&op=ask:...`,
+   as the player does), whose engine runs it and answers with the branch to play: the time to
+   the whole answer (each question different: none is answered from the server's kept answers);
 4. in Chromium (PROBES pages, acting for real, during the arrival): each scripted action (Free
    R2, Reset, the slider, Step, Step back, Prefix sharing) from the click to the changed number
    on screen; every websocket the page opens; Play's pace (steps per second against the
-   nominal 4); scrolling to node 03: the time until its strip is on screen.
+   nominal 4); scrolling to node 03: the time until its strip is on screen; then a typed
+   question: from Enter to the engine's answer drawn in the page.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import statistics
 import tempfile
 import threading
@@ -37,7 +40,7 @@ import urllib.parse
 import urllib.request
 from datetime import datetime
 
-from benchmarks.classroom import Student, http_get, page_resources, percentile, source_address
+from benchmarks.classroom import http_get, page_resources, percentile, source_address
 from benchmarks.classroom_server import StartedServer
 
 QUESTIONS = ["What is a page?", "Why share a prefix?", "What is a block?", "When is a block freed?",
@@ -76,18 +79,23 @@ async def first_visit(host: str, port: int, source: str) -> dict:
             "failed": sum(1 for s, _n in got if s != 200), "bytes": int(headers["wire_bytes"]) + sum(n for _s, n in got)}
 
 
-async def live_question(base: str, i: int, source: str) -> dict:
-    q = urllib.parse.urlencode([("node", "radix"), ("sharing", "1"), ("op", f"ask:{QUESTIONS[i % len(QUESTIONS)]}")])
-    student = Student(index=i, url=f"{base}/app?{q}", source=source)
-    info = await student.open(fetch_static=False)
-    await student.close()
-    return info
+async def live_question(host: str, port: int, k: int, source: str) -> dict:
+    q = urllib.parse.urlencode([("node", "radix"), ("sharing", "1"), ("op", f"ask:{QUESTIONS[k % len(QUESTIONS)]}")])
+    t0 = time.perf_counter()
+    try:
+        status, _headers, body = await http_get(host, port, f"/lesson-live?{q}", source)
+        answer = json.loads(body)
+    except (TimeoutError, OSError, ValueError) as e:
+        return {"error": f"{type(e).__name__}: {e}"[:200]}
+    if status != 200 or not answer.get("ok") or not answer.get("rows"):
+        return {"error": f"{status}: {answer.get('message', '')}"[:200]}
+    return {"ready_s": time.perf_counter() - t0, "states": len(answer["rows"])}
 
 
 async def crowd(host: str, port: int, students: int, arrive_s: float, typers: int) -> tuple[list, list]:
     rng = random.Random(7)
     arrivals = sorted(rng.uniform(0, arrive_s) for _ in range(students))
-    typing = set(rng.sample(range(students), min(typers, students)))
+    typing = {i: k for k, i in enumerate(rng.sample(range(students), min(typers, students)))}
     t_start = time.perf_counter()
 
     async def one(i: int, at: float):
@@ -96,7 +104,7 @@ async def crowd(host: str, port: int, students: int, arrive_s: float, typers: in
         live = None
         if i in typing:
             await asyncio.sleep(rng.uniform(1, 5))  # (reads, then types)
-            live = await live_question(f"http://{host}:{port}", i, source_address(i))
+            live = await live_question(host, port, typing[i], source_address(i))
         return visit, live
 
     results = await asyncio.gather(*(one(i, at) for i, at in enumerate(arrivals)))
@@ -184,6 +192,13 @@ def chromium_probe(base: str, out: dict, actions: int = 24) -> None:
         page.get_by_role("checkbox", name="Prefix sharing").first.scroll_into_view_if_needed()
         page.locator(".kv-metric[data-label='BLOCKS STORED']").first.wait_for(state="visible")
         out["scroll_s"] = time.perf_counter() - t
+        # A question of the student's own: from Enter to the engine's answer drawn in the page
+        box = page.get_by_role("textbox", name=re.compile("Your question")).first
+        box.fill(f"Why is a page {len(sockets) + 16} tokens long?")
+        t = time.perf_counter()
+        box.press("Enter")
+        page.locator(".kv-live-note", has_text="Live").first.wait_for(state="visible", timeout=60_000)
+        out["typed_s"] = time.perf_counter() - t
         out["websockets"] = sockets
         browser.close()
 
@@ -239,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
                           "click_ms": summary(clicks, 1000), "unchanged": sum(p.get("unchanged", 0) for p in probes),
                           "play_steps_per_s": [round(p.get("play_steps_per_s", float("nan")), 2) for p in probes],
                           "scroll_to_node_s": [round(p.get("scroll_s", float("nan")), 3) for p in probes],
+                          "typed_question_s": [round(p.get("typed_s", float("nan")), 3) for p in probes],
                           "websockets": sum(len(p.get("websockets", [])) for p in probes),
                           "by_action_ms": {k: v for p in probes for k, v in p.get("by_action", {}).items()},
                           "errors": [p.get("last_error") for p in probes if p.get("last_error")]}

@@ -161,10 +161,10 @@ def split_origins(allow: str) -> list[str]:
 
 
 APPS = ("app.py", "teacher.py")  # /app for the students, /teacher for the teacher
-# Warmed up on each backend at start: the live lesson, and the node pages a class reaches live
-# from the recorded lesson (a typed prompt or question, Explain it back).
-WARM_PATHS = ("/app", "/app?node=radix&sharing=1&op=ask%3AWhat+is+a+page%3F", "/app?node=paging&add=A+page",
-              "/app?node=explain")
+# Warmed up on each backend at start: the live lesson (what / opens until the recording is made),
+# and Explain it back (live from the recorded lesson). Each backend readies its own engine for
+# what no recording holds by itself, once the recording is there (kvviz/export/routes.py).
+WARM_PATHS = ("/app", "/app?node=explain")
 
 
 def backend_command(port: int, origins: list[str], session_lifetime_ms: int, check_sessions_ms: int,

@@ -7,15 +7,17 @@
 //
 // The address bar follows the state: each branch's settled end has the live lesson's own link
 // (recorded with it), and `at_<node>` names a step before that end. A link opens on its recorded
-// state; a link, a typed prompt or an action that no recording holds continues that node live: a
-// session of the live lesson (`/app?node=<node>&<its link>`) takes the node's place, in a frame.
+// state. A link, a typed prompt or an action that no recording holds is sent to the server
+// (`/lesson-live`, kvviz/export/live.py), whose engine runs it and answers with one more branch,
+// recorded the same way: the page plays it like the others, and says it was computed live.
 (function () {
   "use strict";
   const nodes = {};
   const ORDER = []; // node names in page order (registered in it; their recordings inflate in any order)
   const CONTROLLERS = {}; // node -> its recipe's controller
   // the live lesson's address; a cheap URL that says it answers; where a hand-in is sent
-  const config = { live: null, probe: null, handin: null };
+  const config = { live: null, probe: null, handin: null, frames: null };
+  const KEEP_LIVE = 4; // branches computed live kept per node (Step back and Play replay them)
 
   async function inflate(b64) {
     const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
@@ -30,6 +32,7 @@
       if (v.nd === "f") return Float64Array.from(v.v, (x) => (x === null ? NaN : x));
       return v.nd === "i" ? Int32Array.from(v.v) : v.v.slice();
     }
+    if ("raw" in v) return v.raw; // (a value read off the page's own model: kept as it was)
     if ("f" in v) return v.f === "inf" ? Infinity : v.f === "-inf" ? -Infinity : NaN;
     if ("map" in v) {
       const o = {};
@@ -66,8 +69,8 @@
   function currentQuery(at) {
     const q = new URLSearchParams();
     for (const n of ORDER.map((name) => nodes[name]).filter(Boolean)) {
-      for (const [k, v] of new URLSearchParams(n.live ? n.liveLink : n.link())) q.append(k, v);
-      if (at && !n.live && n.index !== n.last()) q.set(`at_${n.name}`, String(n.index));
+      for (const [k, v] of new URLSearchParams(n.link())) q.append(k, v);
+      if (at && n.index !== n.last()) q.set(`at_${n.name}`, String(n.index));
     }
     return q;
   }
@@ -90,7 +93,8 @@
 
   class Node {
     constructor(name, rec, meta, doc, ids) {
-      Object.assign(this, { name, rec, meta, doc, ids, shown: null, timer: null, period: 250, live: false });
+      Object.assign(this, { name, rec, meta, doc, ids, shown: null, timer: null, period: 250, lives: 0, asked: 0,
+                           echoes: new Set() });
       this.models = rec.props.map(([id]) => doc.get_model_by_id(id));
       this.playButton = ids.play ? doc.get_model_by_id(ids.play) : null;
       this.reserve = meta.default_reserve;
@@ -124,7 +128,11 @@
           const model = this.models[i];
           if (!model) return;
           if (attr === "visible") setVisible(model, Boolean(this.rec.values[vi]));
-          else model.setv({ [attr]: decode(this.rec.values[vi]) });
+          else {
+            const v = decode(this.rec.values[vi]);
+            if (attr === "value" && typeof v === "string") this.echoes.add(v); // (a box's text set here, not typed)
+            model.setv({ [attr]: v });
+          }
         });
       } finally {
         this.applying = false;
@@ -182,8 +190,9 @@
     }
 
     act(action, value) {
-      if (this.applying || this.live) return; // (a model set by show() echoing back; or live now)
+      if (this.applying) return; // (a model set by show() echoing back)
       const c = CONTROLLERS[this.name] || {};
+      const onLive = this.branch && this.branch.startsWith("live");
       if (action === "rewind") { this.play(false); this.index = 0; this.show(); }
       else if (action === "back") { this.play(false); if (this.index > 0) { this.index -= 1; this.show(); } }
       else if (action === "step") { this.play(false); this.step(); }
@@ -191,11 +200,14 @@
       else if (action === "speed") {
         this.period = value;
         if (this.timer !== null) { this.play(false); this.play(true); }
-      } else if (action === "live") this.goLive();
+      } else if (action === "do") this.doLive(value);
       else if (action === "typed") this.typed(value);
       else if (action === "predict_typing") this.typing = value;
       else if (action === "predict") this.predict(value === null ? this.typing : value);
-      else if (c[action]) {
+      else if (c[action] && onLive && action !== "reset" && (this.meta.controls || {})[action]) {
+        // (a state computed live: the server's engine takes this action from it too)
+        this.live({ act: this.meta.controls[action], value });
+      } else if (c[action]) {
         this.play(false);
         const before = this.branch;
         c[action](this, value);
@@ -257,48 +269,123 @@
     }
 
     // A prompt typed into the node's box (committed: Enter, or leaving the box): no recording holds
-    // it, so the node continues live with it added, as the link's last request (meta.typed says
-    // which parameter carries it; a link without step gaps runs each request to its end first,
-    // which is what every recorded branch did).
+    // it, so the server runs it, added as the link's last request (meta.typed says which parameter
+    // carries it; a link without step gaps runs each request to its end first, which is what every
+    // recorded branch did).
     typed(text) {
       const t = this.meta.typed;
-      if (!t || typeof text !== "string" || !text.trim()) return;
-      this.goLive(`${t.param}=${encodeURIComponent(t.prefix + text.trim().slice(0, 200))}`, t.drop || []);
+      if (!t || typeof text !== "string" || !text.trim() || this.echoes.has(text)) return;
+      this.typedAt = performance.now();
+      this.live({ extra: `${t.param}=${encodeURIComponent(t.prefix + text.trim().slice(0, 200))}`, drop: t.drop || [] });
     }
 
-    // Continue this node live: a session of the live lesson at this node's link (less the `drop`
-    // parameters, plus `extra`: a typed prompt) takes the node's place. Says why when it can't.
-    goLive(extra, drop) {
+    // A control that needs the engine (Release oldest, Fill the pool, a select): the server does it.
+    doLive(what) {
+      if (!what || typeof what.label !== "string") return;
+      // (leaving the box for its Add request button commits the prompt typed: that request adds it)
+      if (what.label === "Add request" && this.typedAt && performance.now() - this.typedAt < 800) return;
+      this.live({ act: what.label, value: what.value });
+    }
+
+    // The properties this page holds beyond the recorded ones (from earlier live branches): the
+    // server reads them too, so its branch says their value in every state.
+    extras() {
+      if (this.recorded === undefined) return []; // (none yet)
+      const places = new Map((this.meta.models || []).map((id, i) => [id, i]));
+      return this.rec.props.slice(this.recorded).map(([id, attr]) => `${places.get(id)}.${attr}`)
+        .filter((x) => !x.startsWith("undefined"));
+    }
+
+    // What no recording holds, run by the server's engine from this node's link (`base`, default:
+    // the state shown; less `drop`, plus `extra`, then the action `act` with `value`): its answer
+    // is one more branch, shown at its end. Says why when it can't; the recording keeps playing.
+    async live({ base, extra, drop, act, value, at } = {}) {
       this.play(false);
       const pane = this.ids.live ? this.doc.get_model_by_id(this.ids.live) : null;
       const say = (html) => { if (pane) { pane.text = escapeHtml(html); pane.visible = true; } };
-      if (!config.live) {
+      if (!config.frames) {
         say(`<p class="kv-live-note" role="status">This needs the live lesson, which this copy has no address
              for: run <code>make lesson</code> to use your own prompts.</p>`);
         return;
       }
-      const q = new URLSearchParams(this.link());
+      const q = new URLSearchParams(base === undefined ? this.link() : base);
       for (const k of drop || []) q.delete(k);
       for (const [k, v] of new URLSearchParams(extra || "")) q.append(k, v);
       q.set("node", this.name);
-      const url = `${config.live}?${q}`;
-      say(`<p class="kv-live-note" role="status">Starting this node on the server's live engine…</p>`);
-      fetch(config.probe || url, { cache: "no-store" }).then((r) => {
-        if (!r.ok) throw new Error(r.status === 503 ? "the server is busy right now" : `the server answered ${r.status}`);
-        this.live = true;
-        this.liveLink = q.toString().replace(/(^|&)node=[^&]*/, "");
-        const view = this.ids.view ? this.doc.get_model_by_id(this.ids.view) : null;
-        say(`<p class="kv-live-note" role="status"><b>● Live:</b> this node now runs on the server's engine,
-             from the state you were at; your own prompts and questions are computed as you send them.</p>
-             <iframe class="kv-live-frame" title="Node ${escapeHtml(this.name)}, live" src="${escapeHtml(url)}"
-             style="width:100%;border:0;height:900px"
-             onload="window.kvvizPlayer.fit(this)"></iframe>`);
-        if (view) view.visible = false;
-        writeUrl();
-      }).catch((err) => {
-        say(`<p class="kv-live-note kv-live-error" role="alert">The live engine could not be reached
+      if (act) q.set("act", act);
+      if (act && value !== undefined && value !== null) q.set("value", String(value));
+      for (const x of this.extras()) q.append("extra", x);
+      const ticket = (this.asked += 1);
+      say(`<p class="kv-live-note" role="status">Running this on the server's engine…</p>`);
+      let data = null;
+      try {
+        const r = await fetch(`${config.frames}?${q}`, { cache: "no-store" });
+        data = await r.json().catch(() => null);
+        if (!r.ok || !data || !data.ok) {
+          const why = data && data.message ? data.message
+            : r.status === 503 ? "the server is busy right now" : `the server answered ${r.status}`;
+          throw Object.assign(new Error(why), { answered: Boolean(data && data.message) });
+        }
+      } catch (err) {
+        if (ticket !== this.asked) return;
+        say(err.answered
+          ? `<p class="kv-live-note kv-live-error" role="alert">${escapeHtml(err.message)}</p>`
+          : `<p class="kv-live-note kv-live-error" role="alert">The live engine could not be reached
              (${escapeHtml(err.message || err)}): the recording above still plays; try again in a moment.</p>`);
+        return;
+      }
+      if (ticket !== this.asked) return; // (a later request took its place)
+      this.go(this.addBranch(data), at);
+      say(`<p class="kv-live-note" role="status"><b>● Live:</b> computed just now by this server's engine, from
+           the state you were at. Step back, Play and Rewind replay it here.</p>`);
+    }
+
+    // A branch from the server (kvviz/export/live.py) added to this node's recording: its values
+    // appended, its properties beyond the recorded ones added to every state (each held, in every
+    // state recorded so far, the value it has on the page now). Returns its key.
+    addBranch(data) {
+      const rec = this.rec;
+      if (this.recorded === undefined) this.recorded = rec.props.length;
+      const base = rec.values.length;
+      for (const v of data.values) rec.values.push(v);
+      const column = []; // the answer's column -> this page's property
+      for (let j = 0; j < data.n; j += 1) column.push(j);
+      for (const [place, attr] of data.props) {
+        const id = (this.meta.models || [])[place];
+        let i = rec.props.findIndex(([pid, a]) => pid === id && a === attr);
+        if (i < 0) {
+          const model = id ? this.doc.get_model_by_id(id) : null;
+          i = rec.props.length;
+          rec.props.push([id, attr]);
+          this.models.push(model);
+          rec.values.push({ raw: model ? model[attr] : null });
+          const held = rec.values.length - 1;
+          const rowsSeen = new Set();
+          for (const rows of Object.values(rec.branches)) {
+            for (const row of rows) if (!rowsSeen.has(row)) { rowsSeen.add(row); row.push(held); }
+          }
+          if (this.shown && !rowsSeen.has(this.shown)) this.shown.push(held);
+        }
+        column.push(i);
+      }
+      const width = rec.props.length;
+      const rows = data.rows.map((r) => {
+        const row = this.shown ? this.shown.slice() : new Array(width).fill(0); // (what the answer leaves out: as shown)
+        r.forEach((vi, j) => { row[column[j]] = base + vi; });
+        return row;
       });
+      this.lives += 1;
+      const key = `live${this.lives}`;
+      rec.branches[key] = rows;
+      rec.steps[key] = data.steps;
+      rec.links[key] = data.link;
+      const old = `live${this.lives - KEEP_LIVE}`;
+      if (rec.branches[old] && this.branch !== old) {
+        delete rec.branches[old];
+        delete rec.steps[old];
+        delete rec.links[old];
+      }
+      return key;
     }
   }
 
@@ -320,7 +407,12 @@
           if (c.restore) c.restore(node, wanted.branch);
         } else {
           node.go(defaultBranch);
-          if (canonical(location.search, meta.params || []) !== "") node.goLive(); // (not recorded)
+          if (canonical(location.search, meta.params || []) !== "") { // (not recorded: the server runs it)
+            const mine = new URLSearchParams();
+            for (const [k, v] of new URLSearchParams(location.search)) if ((meta.params || []).includes(k)) mine.append(k, v);
+            const at = new URLSearchParams(location.search).get(`at_${name}`);
+            node.live({ base: mine.toString(), at: at !== null && /^\d{1,5}$/.test(at) ? Number(at) : undefined });
+          }
         }
         document.documentElement.dataset[`kvReady${name[0].toUpperCase()}${name.slice(1)}`] = "1";
       };
@@ -362,17 +454,6 @@
       } finally {
         button.disabled = false;
       }
-    },
-    // A live frame's height follows its page (same origin), so the lesson reads on without a gap.
-    fit(frame) {
-      const size = () => {
-        try {
-          const h = frame.contentDocument.documentElement.scrollHeight;
-          if (h > 0) frame.style.height = `${h + 8}px`;
-        } catch (e) { clearInterval(timer); } // (another origin: keeps its height)
-      };
-      const timer = setInterval(size, 700);
-      size();
     },
     controllers: CONTROLLERS,
     nodes,

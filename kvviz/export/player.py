@@ -3,8 +3,8 @@
 `PLAYER_JS` (player.js beside this file) runs once per page. Each recorded node registers its
 recording and a controller; the node's own Bokeh widgets call `window.kvvizPlayer.act(node,
 action, value)` through CustomJS callbacks (`wire`). Controls that need a live engine either
-continue the node live (`wire_live`: a page served beside the live lesson) or are shown disabled
-(`disable`: a copy with no server).
+have the server's engine run them (`wire_live`: a page served beside the live lesson; the answer
+is played like the recording) or are shown disabled (`disable`: a copy with no server).
 """
 
 from __future__ import annotations
@@ -56,18 +56,20 @@ def wire(models, node: str, controls):
 
 
 def wire_live(models, node: str, labels) -> None:
-    """The controls that need a live engine (by label or title) continue the node live when
-    used: a typed prompt is carried into the live session's link (the recipe's `typed`), a
-    button just switches (the student then uses it live)."""
+    """The controls that need a live engine (by label or title) send the node's state to the
+    server, whose engine runs it (kvviz/export/live.py): a typed prompt is carried as the link's
+    last request (the recipe's `typed`); a button or a select is done by the server to the
+    node's own widget of that label."""
     for model in _live_controls(models, labels, predictions=False):
         kind = type(model).__name__
-        call = f"window.kvvizPlayer.act({node!r}, 'live'"
+        label = getattr(model, "label", None) if "Button" in kind else getattr(model, "title", None)
+        call = f"window.kvvizPlayer.act({node!r}, 'do', {{label: {label!r}"
         if "TextInput" in kind:  # (its value is committed by Enter or by leaving the box)
             model.js_on_change("value", CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'typed', cb_obj.value)"))
         elif "Button" in kind:
-            model.js_on_event("button_click", CustomJS(code=call + ")"))
+            model.js_on_event("button_click", CustomJS(code=call + "})"))
         elif hasattr(model, "value"):
-            model.js_on_change("value", CustomJS(code=call + ")"))
+            model.js_on_change("value", CustomJS(code=call + ", value: cb_obj.value})"))
 
 
 def _is_prediction(model) -> bool:

@@ -68,10 +68,10 @@ def encode(value):
     raise TypeError(f"cannot record a {type(value).__name__} property value")
 
 
-def _initial_values(doc: Document) -> dict[tuple[str, str], object]:
-    """Every recordable property of every model, encoded, before anything changes."""
+def initial_values(models) -> dict[tuple[str, str], object]:
+    """Every recordable property of each of `models`, encoded, before anything changes."""
     out = {}
-    for model in doc.models:
+    for model in models:
         for attr in model.properties():
             # (references to other models and unset read-only values are never recorded)
             with contextlib.suppress(TypeError, UnsetValueError):
@@ -102,7 +102,7 @@ def record(doc: Document, state, branches: dict[str, Setup], reset: Callable[[],
     One walk: a property is read again only when the document says it changed; a property first
     changed at some state held its initial value in every state before (any change is an event)."""
     models = {m.id: m for m in doc.models}
-    initial = _initial_values(doc)
+    initial = initial_values(doc.models)
     touched: set[tuple[str, str]] = set()
 
     def collect(event) -> None:

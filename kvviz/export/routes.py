@@ -6,22 +6,29 @@
     /lesson/...       the recorded pages and their libraries, as static, cacheable files
     /lesson-status    JSON: whether the recordings are ready, and their key
     /lesson-handin    POST: a hand-in from the recorded lesson (kvviz/handin/endpoint.py)
+    /lesson-live      GET: what no recording holds (a typed question, Release oldest...), run by
+                      this process's engine and answered as one more branch to play
+                      (kvviz/export/live.py)
 
 Importing this module starts the recording (kvviz/export/cache.py) in a child process if this
 code has none yet. Scripted actions on the recorded pages never reach the server; what no
-recording holds (a typed prompt, Fill the pool, Explain it back, node 04) runs live at /app.
+recording holds runs on this server's engine: a typed prompt or question, Release oldest, Fill
+the pool (/lesson-live, played in the page); Explain it back and node 04 (live at /app).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlencode
 
 from tornado.web import RequestHandler, StaticFileHandler
 
-from kvviz.export import cache
+from kvviz.export import cache, live
 from kvviz.handin.endpoint import HandInHandler
 
 KEY = cache.key()
@@ -74,13 +81,85 @@ class LessonStatus(RequestHandler):
         self.write(json.dumps({"ready": cache.ready(k=KEY) is not None, "key": KEY}))
 
 
+class LessonLive(RequestHandler):
+    """`/lesson-live?node=...&<its link>[&act=...]`: one more branch for the page's player, run by
+    this process's engine one request at a time (beside the event loop); a busy answer past a
+    few waiting."""
+
+    async def get(self) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.set_header("Cache-Control", "no-store")
+        folder = cache.ready(k=KEY)
+        if folder is None:
+            self._send(503, live._gz({"ok": False, "message": "The server is still recording the lesson: try again in a minute."}))
+            return
+        global _WAITING
+        with _WAITING_LOCK:
+            if _WAITING >= MAX_WAITING:
+                busy = True
+            else:
+                busy, _WAITING = False, _WAITING + 1
+        if busy:
+            self._send(503, live._gz({"ok": False, "message": "The server is busy right now: try again in a moment."}))
+            return
+        try:
+            status, body = await asyncio.get_running_loop().run_in_executor(_ENGINE, _service(folder).answer,
+                                                                           self.request.query)
+        finally:
+            with _WAITING_LOCK:
+                _WAITING -= 1
+        self._send(status, body)
+
+    def _send(self, status: int, gz: bytes) -> None:
+        self.set_status(status)
+        if "gzip" in self.request.headers.get("Accept-Encoding", ""):
+            self.set_header("Content-Encoding", "gzip")
+            self.write(gz)
+        else:
+            self.write(live.gzip.decompress(gz))
+
+
+MAX_WAITING = 24  # requests queued for this process's engine before a busy answer
+_WAITING = 0
+_WAITING_LOCK = threading.Lock()
+_ENGINE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-live")  # (one at a time: one engine)
+_SERVICES: dict[str, live.Service] = {}
+
+
+def _service(folder) -> live.Service:
+    from kvviz.export.recipes import recipes
+
+    with _WAITING_LOCK:
+        if str(folder) not in _SERVICES:
+            _SERVICES[str(folder)] = live.Service(folder, recipes())
+        return _SERVICES[str(folder)]
+
+
 ROUTES = [
     (r"/", LessonRoot, {}),
     (r"/lesson/(.*)", LessonFiles, {}),
     (r"/lesson-status", LessonStatus, {}),
     (r"/lesson-handin", HandInHandler, {}),  # (a hand-in from the recorded lesson, in one request)
+    (r"/lesson-live", LessonLive, {}),  # (what no recording holds, run here, played in the page)
 ]
 
 # (None when this code's recording is there already, or KVVIZ_RECORDINGS=off: a server for tests
 # that need no recording; / then always opens the live lesson until one is made)
 RECORDER = None if os.environ.get("KVVIZ_RECORDINGS") == "off" else cache.start_in_background()
+
+
+def _warm_when_recorded(poll_s: float = 2.0, give_up_s: float = 3600) -> None:
+    """Once the recording is there: build this process's frames (the nodes' views on its own
+    engine: a few seconds), on the engine's thread, so that the first question does not wait."""
+    import time
+
+    deadline = time.monotonic() + give_up_s
+    while (folder := cache.ready(k=KEY)) is None:
+        if time.monotonic() > deadline:
+            return
+        time.sleep(poll_s)
+    _ENGINE.submit(_service(folder).warm)
+
+
+if os.environ.get("KVVIZ_RECORDINGS") != "off":
+    threading.Thread(target=_warm_when_recorded, name="kvviz-live-warm", daemon=True).start()

@@ -25,12 +25,15 @@ from urllib.parse import urlencode
 
 import panel as pn
 from bokeh.document import Document
+from bokeh.model import Model
+from bokeh.model.util import collect_filtered_models
+from bokeh.models import CustomJS
 from bokeh.resources import Resources
 from bokeh.util.paths import bokehjs_path
 
 from kvviz import page_text
 from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
-from kvviz.export.recipes import Recipe, recipes
+from kvviz.export.recipes import TRANSPORT, Recipe, recipes
 from kvviz.export.record import record
 from kvviz.lesson import CSS_PATH, SYSTEM_FONTS, Lesson
 from kvviz.nodes import BY_KEY, LIVE
@@ -42,6 +45,9 @@ BOKEH_STATIC = Path(bokehjs_path())
 # The page's libraries, linked relative to it (`./static/...`, as a Bokeh server names them).
 RESOURCES = Resources(mode="server", root_url="./")
 LIBRARY_RE = re.compile(r'(?:src|href)="(?:\./)?(static/(js|extensions/panel)/([A-Za-z0-9_./@^-]+?))(?:\?v=[0-9a-f]+)?"')
+
+
+TRANSPORT_ACTIONS = {c.action for c in TRANSPORT}
 
 
 def provenance() -> dict[str, str]:
@@ -60,6 +66,8 @@ def provenance() -> dict[str, str]:
 SERVED_LIVE = "../app"
 SERVED_PROBE = "../lesson-status"  # (answers at once when the server does)
 SERVED_HANDIN = "../lesson-handin"  # (kvviz/handin/endpoint.py)
+SERVED_FRAMES = "../lesson-live"  # (kvviz/export/live.py: what no recording holds)
+FRAMES_FILE = "frames.json"  # each node's recorded properties, for live.py
 
 
 # The served lesson's last sections run live (they need the server): links carry the states reached.
@@ -126,6 +134,18 @@ def predictions(state, recipe: Recipe) -> dict:
     return {"questions": questions, "outcomes": outcomes}
 
 
+def node_column(lesson: Lesson, key: str) -> pn.Column:
+    """A node's view as every recorded page holds it (and kvviz/export/live.py's frames)."""
+    return pn.Column(lesson.view(key), sizing_mode="stretch_width", css_classes=[f"kv-recorded-{key}"], margin=0)
+
+
+def model_order(model: Model) -> list[Model]:
+    """The models of a node's view (its column's `model`) in a fixed order: the same in every page
+    that holds the node and in a live process that builds it again (the player's callbacks left
+    out), so a model is named across processes by its place in this list."""
+    return collect_filtered_models(lambda m: isinstance(m, CustomJS), model)
+
+
 def _by_class(doc: Document, css_class: str) -> str:
     """The id of the one model of `doc` with this CSS class."""
     found = [m.id for m in doc.models if css_class in (getattr(m, "css_classes", None) or [])]
@@ -135,15 +155,16 @@ def _by_class(doc: Document, css_class: str) -> str:
 
 
 def build_page(keys: list[str], live_url: str | None, facts: dict,
-               served: bool = False) -> tuple[Document, list[str]]:
-    """A document holding the note and the nodes `keys`, recorded; returns it and its scripts.
-    `served`: the page is served beside the live lesson, so the controls that need an engine
-    continue their node live (else they are shown disabled)."""
+               served: bool = False) -> tuple[Document, list[str], dict[str, list]]:
+    """A document holding the note and the nodes `keys`, recorded; returns it, its scripts and
+    each node's recorded properties as (place in `model_order`, name): what a live process
+    reads for a frame (kvviz/export/live.py). `served`: the page is served beside the live
+    lesson, so the controls that need an engine continue their node live (else they are shown
+    disabled)."""
     lesson, plan = Lesson({}), recipes()
     spare = Lesson({}) if served else None  # (states with no view: predictions are resolved on them)
     # Each node's view, and where its live session takes its place (empty and hidden until then).
-    views = {k: pn.Column(lesson.view(k), sizing_mode="stretch_width", css_classes=[f"kv-recorded-{k}"], margin=0)
-             for k in keys}
+    views = {k: node_column(lesson, k) for k in keys}
     live = {k: pn.pane.HTML("", visible=False, sizing_mode="stretch_width", css_classes=["kv-live", f"kv-live-{k}"])
             for k in keys}
     notes = pn.pane.HTML(note_html(facts, live_url, served), sizing_mode="stretch_width", css_classes=["kv-prose"])
@@ -153,8 +174,10 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
                        sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
     doc = Document()
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)
-    live_config = {"live": SERVED_LIVE, "probe": SERVED_PROBE, "handin": SERVED_HANDIN} if served else {"live": None}
+    live_config = {"live": SERVED_LIVE, "probe": SERVED_PROBE, "handin": SERVED_HANDIN,
+                                     "frames": SERVED_FRAMES} if served else {"live": None}
     scripts = [f"window.kvvizPlayer.configure({json.dumps(live_config)});"]
+    placed: dict[str, list] = {}
     for key in keys:
         recipe: Recipe | None = plan.get(key)
         if recipe is None:  # explain it back: nothing to replay, nothing to type into
@@ -163,10 +186,15 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
         state = lesson.states[key]
         rec = record(doc, state, recipe.branches, lambda r=recipe, s=state: r.branches[r.default](s), _link(key))
         ids = {"view": _by_class(doc, f"kv-recorded-{key}"), "live": _by_class(doc, f"kv-live-{key}")}
+        order = [m.id for m in model_order(doc.get_model_by_id(ids["view"]))]
+        place = {mid: i for i, mid in enumerate(order)}
+        placed[key] = [[place[mid], attr] for mid, attr in rec.props]
         mine = doc.get_model_by_id(ids["view"]).references()  # (the node's own models: its controls)
         play = wire(mine, key, recipe.controls)
         meta = {**recipe.meta, "params": list(BY_KEY[key].url.PARAMS) if BY_KEY[key].url else []}
         if served:
+            meta["models"] = order  # (a live frame names a model by its place: kvviz/export/live.py)
+            meta["controls"] = {c.action: c.label for c in recipe.controls if c.action not in TRANSPORT_ACTIONS}
             wire_live(mine, key, recipe.live_only)
             ids.update(wire_predictions(mine, key))
             meta["predict"] = predictions(spare.states[key], recipe)
@@ -176,7 +204,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
         scripts.append(f"window.kvvizPlayer.controllers[{json.dumps(key)}] = {recipe.controller};")
         scripts.append(f"window.kvvizPlayer.register({json.dumps(key)}, {json.dumps(_pack(rec.to_json()))}, "
                        f"{json.dumps(meta)}, {json.dumps(ids)}, {json.dumps(recipe.default)});")
-    return doc, scripts
+    return doc, scripts, placed
 
 
 def _localise(text: str, out: Path) -> str:
@@ -225,21 +253,31 @@ def export(out: Path, live_url: str | None = None, only: list[str] | None = None
     (kvviz/export/routes.py), whose controls that need an engine continue live."""
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(CSS_PATH, out / "kvviz.css")
-    with pn.config.set(css_files=["kvviz.css"], raw_css=[]):  # (linked beside the pages)
+    with page_config():
         return _write_pages(out, live_url, only, served)
+
+
+def page_config():
+    """Panel's settings while a recorded page is built (and a live frame's view: the same models):
+    the stylesheet linked beside the pages."""
+    return pn.config.set(css_files=["kvviz.css"], raw_css=[])
 
 
 def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served: bool) -> list[Path]:
     facts, pages, recorded = provenance(), [], [n for n in LIVE if n.key in recipes()]
+    frames: dict[str, list] = {}  # node -> its recorded properties (build_page)
     for node in [*recorded, *([] if served else [BY_KEY["explain"]])]:
         if only and node.key not in only:
             continue
-        doc, scripts = build_page([node.key], live_url, facts, served)
+        doc, scripts, placed = build_page([node.key], live_url, facts, served)
+        frames.update(placed)
         pages.append(out / f"{node.key}.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} · {node.title} (recording)")
     if not only:
-        doc, scripts = build_page([n.key for n in recorded], live_url, facts, served)
+        doc, scripts, _placed = build_page([n.key for n in recorded], live_url, facts, served)
         pages.append(out / "index.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} (recording)")
+    if served:  # (what kvviz/export/live.py reads for a frame, beside the pages)
+        (out / FRAMES_FILE).write_text(json.dumps(frames), encoding="utf-8")
     (out / "recording.json").write_text(json.dumps({**facts, "fonts": SYSTEM_FONTS}, indent=2), encoding="utf-8")
     return pages

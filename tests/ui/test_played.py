@@ -16,6 +16,7 @@ from playwright.sync_api import expect
 from kvviz.nodes.fragmentation.state import FragmentationState
 
 pytestmark = pytest.mark.ui
+LIVE_MS = 90_000  # (an answer of the server's engine: its first builds the node's views there)
 
 
 @pytest.fixture(scope="module")
@@ -87,21 +88,55 @@ def test_network_cut_scripted_actions_still_work_and_a_question_says_why_not(pag
     box.press("Enter")
     expect(page.locator(".kv-live-error")).to_contain_text("could not be reached")
     expect(metric(page, "SAVED")).to_have_text("50%")  # (the recording still shows and plays)
-    # The network back: the same question now continues the node live, from the state it was at.
+    # The network back: the server's engine runs the question, from the state the node was at,
+    # and the page plays its answer in place (no session, no websocket).
     page.unroute("**/*")
     box.fill("What is a page of memory?")
     box.press("Enter")
-    expect(page.locator(".kv-live-note").first).to_contain_text("Live")
-    frame = page.frame_locator("iframe.kv-live-frame")
-    expect(frame.locator('.kv-metric[data-label="BLOCKS STORED"] .kv-value')).to_have_text("21 blk")
-    assert len(traffic["ws"]) == 1 and "node=radix" in traffic["ws"][0] and "sharing=1" in traffic["ws"][0]
+    expect(page.locator(".kv-live-note").first).to_contain_text("Live", timeout=LIVE_MS)
+    expect(metric(page, "BLOCKS STORED")).to_have_text(f"{_radix_blocks('sharing=1&op=ask:What is a page of memory?')} blk")
+    assert traffic["ws"] == []
+    asked = [u for u in traffic["requests"] if "/lesson-live?" in u]
+    assert len(asked) == 1 and "node=radix" in asked[0] and "sharing=1" in asked[0]
+    expect(page).to_have_url(re.compile(r"op=ask%3AWhat"))
+    # Its steps play in the page: back to before the question's last token, nothing sent.
+    before = len(traffic["requests"])
+    page.get_by_role("button", name="◀ Step back").last.click()
+    expect(page).to_have_url(re.compile(r"at_radix=\d+"))
+    assert len(traffic["requests"]) == before
 
 
-def test_a_state_no_recording_holds_continues_live(page, recorded):
-    open_lesson(page, recorded, "?op=release")
-    frame = page.frame_locator("iframe.kv-live-frame")
-    expect(frame.locator(".kv-metric").first).to_be_visible()
-    expect(page.locator(".kv-live-note").first).to_contain_text("Live")
+def _radix_blocks(query: str) -> int:
+    """BLOCKS STORED for node 03 at a link's state, from the live engine."""
+    from kvviz import urlstate
+    from kvviz.nodes.radix import url
+    from kvviz.nodes.radix.state import RadixState
+
+    state, notices = RadixState(), []
+    url.restore(state, urlstate.parse_search(query).links["radix"], notices)
+    return state.snapshot.metrics.blocks_stored
+
+
+def test_a_state_no_recording_holds_is_run_by_the_server_and_played(page, recorded):
+    traffic = open_lesson(page, recorded, "?op=release")
+    expect(page.locator(".kv-live-note").first).to_contain_text("Live", timeout=LIVE_MS)
+    expect(metric(page, "BLOCKS STORED")).to_have_text(f"{_radix_blocks('op=release')} blk")
+    expect(page).to_have_url(re.compile(r"op=release"))
+    assert traffic["ws"] == []
+
+
+def test_release_oldest_is_run_by_the_server_then_sharing_from_there(page, recorded):
+    """A button no recording holds, then a recorded control on the state it led to: both go to
+    the server (the state is its), and the picture is what the live engine shows."""
+    traffic = open_lesson(page, recorded, "?sharing=1")
+    page.get_by_role("button", name="Release oldest").click()
+    expect(page).to_have_url(re.compile(r"op=release"))
+    expect(metric(page, "BLOCKS STORED")).to_have_text(f"{_radix_blocks('sharing=1&op=release')} blk")
+    page.get_by_role("checkbox", name="Prefix sharing").uncheck()
+    expect(page).not_to_have_url(re.compile(r"sharing=1"))
+    expect(metric(page, "BLOCKS STORED")).to_have_text(f"{_radix_blocks('op=release')} blk")
+    assert len([u for u in traffic["requests"] if "/lesson-live?" in u]) == 2 and traffic["ws"] == []
+    assert page.kv_errors == []
 
 
 def test_a_prediction_resolves_in_the_page_from_the_recorded_outcome(page, recorded):
@@ -150,20 +185,32 @@ def test_hand_in_from_the_recorded_lesson_in_one_request(page, recorded, served)
     assert page.kv_errors == []
 
 
-def test_switching_to_live_shows_what_the_recording_showed(page, recorded):
-    """The recorded state and the live session continued from its link draw the same numbers:
-    every card of node 01 at reserve 12 with R2 freed, before and after the switch."""
+def test_the_server_computes_exactly_what_the_recording_holds(page, recorded):
+    """Equality at the switch to live: the server's engine, asked for a recorded state, answers
+    with a branch whose every state draws exactly what the recording draws (every recorded
+    property of every state), and the cards on screen stay the same."""
     open_lesson(page, recorded, "?reserve=12&free_r2=1")
     cards = page.locator('.kv-metric[data-node="fragmentation"]')
     expect(cards.first).to_be_visible()
     before = {c.get_attribute("data-label"): c.locator(".kv-value").inner_text() for c in cards.all()}
     assert len(before) >= 4
-    page.evaluate("window.kvvizPlayer.nodes.fragmentation.goLive()")
-    frame = page.frame_locator("iframe.kv-live-frame")
-    live_cards = frame.locator('.kv-metric[data-node="fragmentation"]')
-    expect(live_cards.first).to_be_visible()
+    recorded_branch = page.evaluate("window.kvvizPlayer.nodes.fragmentation.branch")
+    page.evaluate("window.kvvizPlayer.nodes.fragmentation.live({})")
+    expect(page.locator(".kv-live-note").first).to_contain_text("Live", timeout=LIVE_MS)
+    differences = page.evaluate("""(recorded) => {
+      const n = window.kvvizPlayer.nodes.fragmentation, P = window.kvvizPlayer;
+      const plain = (x) => JSON.stringify(ArrayBuffer.isView(x) ? Array.from(x) : x);
+      const a = n.rec.branches[recorded], b = n.rec.branches[n.branch];
+      if (!n.branch.startsWith('live') || a.length !== b.length) return ['states', n.branch, a.length, b.length];
+      const out = [];
+      a.forEach((row, s) => row.forEach((vi, i) => {
+        if (plain(P.decode(n.rec.values[vi])) !== plain(P.decode(n.rec.values[b[s][i]]))) out.push([s, n.rec.props[i][1]]);
+      }));
+      return out;
+    }""", recorded_branch)
+    assert differences == []
     for label, value in before.items():
-        expect(frame.locator(f'.kv-metric[data-node="fragmentation"][data-label="{label}"] .kv-value')).to_have_text(value)
+        expect(page.locator(f'.kv-metric[data-node="fragmentation"][data-label="{label}"] .kv-value')).to_have_text(value)
 
 
 def test_a_figures_size_follows_the_state_shown_even_after_quick_toggles(page, recorded):

@@ -1,0 +1,284 @@
+"""What no recording holds, computed on request and played by the page like a recording.
+
+    GET /lesson-live?node=radix&sharing=1&op=ask:What%20is%20a%20page%3F[&act=<label>&value=<v>]
+                    [&extra=<place>.<property>]...
+
+A played page (kvviz/export/player.js) sends a node's link here when a student does something
+no recording holds: types a prompt or a question, presses Release oldest or Fill the pool, opens
+a link to a state that was not recorded, or acts on a state that came from here. This process's
+engine puts the node where the link says (the restore path that links use), applies the action
+to the node's own widget (`act`, by its label: as a click in the live lesson would), runs it to
+its end and records that one branch, from its settled end back to its start, with the same
+figures and the same code as the recording (kvviz/export/record.py). The answer is the branch:
+one more set of states for the page's player, which then plays it with Step, Play and Rewind
+like any other, with nothing more sent.
+
+A model is named by its place in the node's `model_order` (the same in the page and here), and
+the properties read are the page's recorded ones (`frames.json` beside the pages) plus any
+other the page already holds from an earlier answer (`extra`) or that this branch changes.
+
+One `Frames` per node and process, built on first use (a second or two), answers one request at
+a time; a few answers are kept (the same question from several students is computed once).
+Every input is a link's: parsed by the node's own `url` module, capped, never executed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode
+
+import panel as pn
+from bokeh.core.property.descriptors import UnsetValueError
+from bokeh.document import Document
+from bokeh.document.events import (
+    ColumnDataChangedEvent,
+    ColumnsPatchedEvent,
+    ColumnsStreamedEvent,
+    ModelChangedEvent,
+)
+
+from kvviz import urlstate
+from kvviz.export.recipes import Recipe, fresh
+from kvviz.export.record import encode, initial_values
+from kvviz.export.site import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
+from kvviz.lesson import Lesson
+from kvviz.nodes import BY_KEY
+from kvviz.timeline import eager_snapshots
+
+MAX_QUERY = 6000  # characters of a request's query: a link of 24 capped prompts fits
+MAX_EXTRA = 200  # properties the page may ask to be read besides the recorded ones
+EXTRA_RE = re.compile(r"^(\d{1,5})\.([a-z_]{1,40})$")
+KEPT = 48  # answers kept per process
+
+
+_NO_SESSION = Document()
+
+
+class FrameError(ValueError):
+    """A request this node cannot answer: the sentence says why (shown to the student)."""
+
+
+class Frames:
+    """One node's view in this process, driven by its real state, read off as a branch."""
+
+    def __init__(self, key: str, recipe: Recipe, props: list[list], lesson: Lesson, doc: Document):
+        """`lesson` and `doc`: this process's, shared by its nodes' frames (Panel shares some
+        models, stylesheets, between the views it builds: they must be in one document)."""
+        self.key, self.recipe = key, recipe
+        self.lesson, self.doc = lesson, doc
+        self.state = self.lesson.states[key]
+        with page_config():  # (as the page was built: the same models, in the same order)
+            column = node_column(self.lesson, key)
+            layout = pn.Column(column, sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
+            self.doc.add_root(layout.get_root(self.doc))
+        self.models = model_order(self._column_model(column))
+        self.place = {m.id: i for i, m in enumerate(self.models)}
+        self.props = [(int(i), str(a)) for i, a in props]  # the page's recorded ones, in its order
+        # every property's encoded value as it is now (kept current: each change is an event)
+        self.now = initial_values(self.models)
+        self.touched: set[tuple[str, str]] = set()
+        self.doc.on_change(self._collect)
+        self.widgets = {w.name: w for w in column.select(pn.widgets.Widget) if isinstance(w.name, str)}
+        allowed = {c.label for c in recipe.controls if c.action not in TRANSPORT_ACTIONS} | set(recipe.live_only)
+        self.actions = {label: w for label, w in self.widgets.items() if label in allowed}
+
+    def _column_model(self, column):
+        found = [m for m in self.doc.models if f"kv-recorded-{self.key}" in (getattr(m, "css_classes", None) or [])]
+        if len(found) != 1:
+            raise LookupError(f"{len(found)} views of node {self.key} in its live document")
+        return found[0]
+
+    def _collect(self, event) -> None:
+        if getattr(event, "model", None) is None or event.model.id not in self.place:
+            return  # (another node's)
+        if isinstance(event, ModelChangedEvent):
+            self.touched.add((event.model.id, event.attr))
+        elif isinstance(event, ColumnDataChangedEvent | ColumnsPatchedEvent | ColumnsStreamedEvent):
+            self.touched.add((event.model.id, "data"))
+
+    def _read_touched(self) -> set[tuple[str, str]]:
+        """Bring `now` up to date with every change since the last read; returns what changed."""
+        changed, self.touched = self.touched, set()
+        for mid, attr in changed:
+            model = self.doc.get_model_by_id(mid)
+            try:
+                self.now[(mid, attr)] = encode(getattr(model, attr))
+            except (TypeError, UnsetValueError):  # (a reference to another model: never recorded)
+                self.now.pop((mid, attr), None)
+        return changed
+
+    def _act(self, label: str, value: str | None) -> None:
+        widget = self.actions.get(label)
+        if widget is None:
+            raise FrameError(f"{label!r} is not something node {BY_KEY[self.key].number} can do here.")
+        if isinstance(widget, pn.widgets.Button):
+            widget.clicks += 1
+        elif isinstance(widget, pn.widgets.Checkbox):
+            widget.value = value in ("1", "true")
+        elif isinstance(widget, pn.widgets.Select):
+            options = widget.options if isinstance(widget.options, list) else list(widget.options.values())
+            if value not in [str(o) for o in options]:
+                raise FrameError(f"{label} has no choice {str(value)[:20]!r}.")
+            widget.value = next(o for o in options if str(o) == value)
+        elif hasattr(widget, "start") and hasattr(widget, "end"):  # a slider
+            n = int(value) if value is not None and re.fullmatch(r"\d{1,4}", value) else None
+            if n is None or not widget.start <= n <= widget.end:
+                raise FrameError(f"{label} takes a whole number from {widget.start} to {widget.end}.")
+            widget.value = n
+        else:
+            raise FrameError(f"{label!r} cannot be used from a recording.")
+        if self.state.playing:  # (an added request plays in the live lesson: here it runs to its end)
+            self.state.settle()
+
+    def branch(self, query: str, act: str | None = None, value: str | None = None,
+               extra: list[tuple[int, str]] = ()) -> dict:
+        """The branch the link `query` (plus `act` with `value`) leads to: every state from its
+        settled end back to its start, as rows of value indices over the page's properties
+        then `props` (the others read), with the live lesson's link for its end. (One at a
+        time per process: the caller holds the lock.)"""
+        return self._branch(query, act, value, list(extra))
+
+    def _branch(self, query: str, act: str | None, value: str | None, extra: list[tuple[int, str]]) -> dict:
+        # (this thread's current document: one with no session, so that every figure redraws at once
+        # and no session's document is taken for it)
+        pn.state.curdoc = _NO_SESSION
+        parsed = urlstate.parse(_multi(query))
+        notices = list(parsed.notices)
+        url = BY_KEY[self.key].url
+        state = self.state
+        self._read_touched()  # (whatever the last request left, so `now` is current)
+        with eager_snapshots():  # (each state's snapshot kept on the way: stepping back reads them)
+            fresh(state)
+            if url is not None:
+                url.restore(state, parsed.links[self.key], notices)
+            if act:
+                self._act(act, value)
+        wanted = [(self.models[i].id, a) for i, a in self.props]
+        others = [p for p in ((self.models[i].id, a) for i, a in extra if i < len(self.models)) if p in self.now]
+        rows: list[dict] = []
+        values: list = []
+        index: dict[str, int] = {}
+
+        def intern(v) -> int:
+            text = json.dumps(v, sort_keys=True, separators=(",", ":"))
+            if text not in index:
+                index[text] = len(values)
+                values.append(v)
+            return index[text]
+
+        known = set(wanted) | set(others)
+        order = wanted + [p for p in others if p not in set(wanted)]
+        steps = []
+
+        def visit() -> None:
+            # a property first changed now held its earlier value in every state visited so far
+            new = [p for p in sorted(self.touched - known) if p[0] in self.place and p in self.now]
+            held = {p: self.now[p] for p in new}
+            self._read_touched()
+            for p in new:
+                if p in self.now:
+                    known.add(p)
+                    order.append(p)
+                    for row in rows:
+                        row[p] = intern(held[p])
+            rows.append({p: intern(self.now[p]) for p in order})
+            steps.append(state.step_count)
+
+        link = urlencode(url.query(state)) if url is not None else ""
+        visit()
+        while state.step_back():
+            visit()
+        rows.reverse()
+        steps.reverse()
+        n = len(wanted)
+        return {"node": self.key, "n": n,
+                "props": [[self.place[mid], attr] for mid, attr in order[n:]],
+                "values": values, "rows": [[row[p] for p in order] for row in rows], "steps": steps,
+                "link": link, "notices": notices}
+
+
+def _multi(query: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for k, v in parse_qsl(query, keep_blank_values=True):
+        out.setdefault(k, []).append(v)
+    return out
+
+
+class Service:
+    """This process's frames: one `Frames` per recorded node (built on first use), answers kept."""
+
+    def __init__(self, folder: Path, recipes: dict[str, Recipe]):
+        self.props = json.loads((folder / FRAMES_FILE).read_text(encoding="utf-8"))
+        self.recipes = recipes
+        self.frames: dict[str, Frames] = {}
+        self.lesson: Lesson | None = None
+        self.doc = Document()
+        self.kept: OrderedDict[tuple, bytes] = OrderedDict()
+        self.lock = threading.Lock()  # (the answers kept, the frames built)
+        self.engine = threading.Lock()  # (one branch at a time: the nodes share a lesson and a document)
+
+    def _frames(self, key: str) -> Frames:
+        with self.lock:
+            if key not in self.frames:
+                self.lesson = self.lesson or Lesson({})
+                self.frames[key] = Frames(key, self.recipes[key], self.props[key], self.lesson, self.doc)
+            return self.frames[key]
+
+    def warm(self) -> None:
+        """Build every node's frames now (the first request then waits for none)."""
+        for key in self.props:
+            if key in self.recipes:
+                self._frames(key)
+
+    def answer(self, query: str) -> tuple[int, bytes]:
+        """(HTTP status, gzipped JSON) for a request's query string."""
+        try:
+            key, link, act, value, extra = self.parse(query)
+        except FrameError as e:
+            return 400, _gz({"ok": False, "message": str(e)})
+        cache_key = (key, link, act, value, tuple(extra))
+        with self.lock:
+            if cache_key in self.kept:
+                self.kept.move_to_end(cache_key)
+                return 200, self.kept[cache_key]
+        try:
+            with self.engine:
+                body = _gz({"ok": True, **self._frames(key).branch(link, act, value, extra)})
+        except FrameError as e:
+            return 400, _gz({"ok": False, "message": str(e)})
+        with self.lock:
+            self.kept[cache_key] = body
+            while len(self.kept) > KEPT:
+                self.kept.popitem(last=False)
+        return 200, body
+
+    def parse(self, query: str) -> tuple[str, str, str | None, str | None, list[tuple[int, str]]]:
+        if len(query) > MAX_QUERY:
+            raise FrameError("That link is too long to run.")
+        pairs = parse_qsl(query, keep_blank_values=True)
+        one = {k: v for k, v in pairs}
+        key = one.get("node", "")
+        if key not in self.props or key not in self.recipes:
+            raise FrameError("There is no recorded node by that name here.")
+        params = set(BY_KEY[key].url.PARAMS) if BY_KEY[key].url is not None else set()
+        link = urlencode([(k, v) for k, v in pairs if k in params])
+        act, value = one.get("act"), one.get("value")
+        if act is not None and len(act) > 60 or value is not None and len(value) > 60:
+            raise FrameError("That action is too long.")
+        extra = []
+        for k, v in pairs:
+            if k == "extra":
+                m = EXTRA_RE.match(v)
+                if m is None or len(extra) >= MAX_EXTRA:
+                    raise FrameError("That request names a property it should not.")
+                extra.append((int(m.group(1)), m.group(2)))
+        return key, link, act or None, value, extra
+
+
+def _gz(data: dict) -> bytes:
+    return gzip.compress(json.dumps(data, separators=(",", ":")).encode(), 6)
