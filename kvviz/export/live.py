@@ -17,8 +17,9 @@ A model is named by its place in the node's `model_order` (the same in the page 
 the properties read are the page's recorded ones (`frames.json` beside the pages) plus any
 other the page already holds from an earlier answer (`extra`) or that this branch changes.
 
-One `Frames` per node and process, built on first use (a second or two), answers one request at
-a time; a few answers are kept (the same question from several students is computed once).
+One `Frames` per node and process, built on first use or when the recording is ready (a second
+or two), answers one request at a time on the server's event loop; a few answers are kept (the
+same question from several students is computed once).
 Every input is a link's: parsed by the node's own `url` module, capped, never executed.
 """
 
@@ -41,6 +42,7 @@ from bokeh.document.events import (
     ColumnsStreamedEvent,
     ModelChangedEvent,
 )
+from panel.io.state import set_curdoc
 
 from kvviz import urlstate
 from kvviz.export.recipes import Recipe, fresh
@@ -144,9 +146,6 @@ class Frames:
         return self._branch(query, act, value, list(extra))
 
     def _branch(self, query: str, act: str | None, value: str | None, extra: list[tuple[int, str]]) -> dict:
-        # (this thread's current document: one with no session, so that every figure redraws at once
-        # and no session's document is taken for it)
-        pn.state.curdoc = _NO_SESSION
         parsed = urlstate.parse(_multi(query))
         notices = list(parsed.notices)
         url = BY_KEY[self.key].url
@@ -229,28 +228,37 @@ class Service:
                 self.frames[key] = Frames(key, self.recipes[key], self.props[key], self.lesson, self.doc)
             return self.frames[key]
 
-    def warm(self) -> None:
-        """Build every node's frames now (the first request then waits for none)."""
-        for key in self.props:
-            if key in self.recipes:
-                self._frames(key)
+    @staticmethod
+    def keys(folder: Path) -> list[str]:
+        """The nodes a recording holds frames for."""
+        return list(json.loads((folder / FRAMES_FILE).read_text(encoding="utf-8")))
+
+    def warm(self, key: str | None = None) -> None:
+        """Build a node's frames now (every node's without `key`): its first request then waits
+        for none."""
+        for k in [key] if key else list(self.props):
+            if k in self.recipes:
+                with set_curdoc(_NO_SESSION):
+                    self._frames(k)
 
     def answer(self, query: str) -> tuple[int, bytes]:
         """(HTTP status, gzipped JSON) for a request's query string."""
         try:
             key, link, act, value, extra = self.parse(query)
         except FrameError as e:
-            return 400, _gz({"ok": False, "message": str(e)})
+            return 400, gz({"ok": False, "message": str(e)})
         cache_key = (key, link, act, value, tuple(extra))
         with self.lock:
             if cache_key in self.kept:
                 self.kept.move_to_end(cache_key)
                 return 200, self.kept[cache_key]
         try:
-            with self.engine:
-                body = _gz({"ok": True, **self._frames(key).branch(link, act, value, extra)})
+            # (the current document: one with no session, so that every figure redraws at once and
+            # no session's document, nor its stylesheets, is taken for this one)
+            with self.engine, set_curdoc(_NO_SESSION):
+                body = gz({"ok": True, **self._frames(key).branch(link, act, value, extra)})
         except FrameError as e:
-            return 400, _gz({"ok": False, "message": str(e)})
+            return 400, gz({"ok": False, "message": str(e)})
         with self.lock:
             self.kept[cache_key] = body
             while len(self.kept) > KEPT:
@@ -280,5 +288,6 @@ class Service:
         return key, link, act or None, value, extra
 
 
-def _gz(data: dict) -> bytes:
+def gz(data: dict) -> bytes:
+    """An answer as gzipped JSON (kept, and sent as it is to a browser that accepts gzip)."""
     return gzip.compress(json.dumps(data, separators=(",", ":")).encode(), 6)

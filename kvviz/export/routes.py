@@ -18,14 +18,15 @@ the pool (/lesson-live, played in the page); Explain it back and node 04 (live a
 
 from __future__ import annotations
 
-import asyncio
+import gzip
 import json
 import os
 import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
 from urllib.parse import urlencode
 
+from tornado.ioloop import IOLoop
 from tornado.web import RequestHandler, StaticFileHandler
 
 from kvviz.export import cache, live
@@ -83,56 +84,34 @@ class LessonStatus(RequestHandler):
 
 class LessonLive(RequestHandler):
     """`/lesson-live?node=...&<its link>[&act=...]`: one more branch for the page's player, run by
-    this process's engine one request at a time (beside the event loop); a busy answer past a
-    few waiting."""
+    this process's engine on the event loop's thread (Panel's models are not for two threads:
+    a branch takes a few hundred milliseconds, one at a time)."""
 
-    async def get(self) -> None:
+    def get(self) -> None:
         self.set_header("Content-Type", "application/json")
         self.set_header("Cache-Control", "no-store")
         folder = cache.ready(k=KEY)
         if folder is None:
-            self._send(503, live._gz({"ok": False, "message": "The server is still recording the lesson: try again in a minute."}))
-            return
-        global _WAITING
-        with _WAITING_LOCK:
-            if _WAITING >= MAX_WAITING:
-                busy = True
-            else:
-                busy, _WAITING = False, _WAITING + 1
-        if busy:
-            self._send(503, live._gz({"ok": False, "message": "The server is busy right now: try again in a moment."}))
-            return
-        try:
-            status, body = await asyncio.get_running_loop().run_in_executor(_ENGINE, _service(folder).answer,
-                                                                           self.request.query)
-        finally:
-            with _WAITING_LOCK:
-                _WAITING -= 1
-        self._send(status, body)
-
-    def _send(self, status: int, gz: bytes) -> None:
+            status, body = 503, live.gz({"ok": False, "message": "The server is still recording the lesson: try again in a minute."})
+        else:
+            status, body = _service(folder).answer(self.request.query)
         self.set_status(status)
         if "gzip" in self.request.headers.get("Accept-Encoding", ""):
             self.set_header("Content-Encoding", "gzip")
-            self.write(gz)
+            self.write(body)
         else:
-            self.write(live.gzip.decompress(gz))
+            self.write(gzip.decompress(body))
 
 
-MAX_WAITING = 24  # requests queued for this process's engine before a busy answer
-_WAITING = 0
-_WAITING_LOCK = threading.Lock()
-_ENGINE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-live")  # (one at a time: one engine)
 _SERVICES: dict[str, live.Service] = {}
 
 
 def _service(folder) -> live.Service:
     from kvviz.export.recipes import recipes
 
-    with _WAITING_LOCK:
-        if str(folder) not in _SERVICES:
-            _SERVICES[str(folder)] = live.Service(folder, recipes())
-        return _SERVICES[str(folder)]
+    if str(folder) not in _SERVICES:
+        _SERVICES[str(folder)] = live.Service(folder, recipes())
+    return _SERVICES[str(folder)]
 
 
 ROUTES = [
@@ -148,18 +127,19 @@ ROUTES = [
 RECORDER = None if os.environ.get("KVVIZ_RECORDINGS") == "off" else cache.start_in_background()
 
 
-def _warm_when_recorded(poll_s: float = 2.0, give_up_s: float = 3600) -> None:
-    """Once the recording is there: build this process's frames (the nodes' views on its own
-    engine: a few seconds), on the engine's thread, so that the first question does not wait."""
-    import time
-
+def _warm_when_recorded(loop: IOLoop, poll_s: float = 2.0, give_up_s: float = 3600) -> None:
+    """Once the recording is there: build this process's frames (each node's view on its own
+    engine: a second or two each), one node per turn of the event loop, so that the first
+    question does not wait for them."""
     deadline = time.monotonic() + give_up_s
     while (folder := cache.ready(k=KEY)) is None:
         if time.monotonic() > deadline:
             return
         time.sleep(poll_s)
-    _ENGINE.submit(_service(folder).warm)
+    for key in live.Service.keys(folder):
+        loop.add_callback(lambda k=key: _service(folder).warm(k))
 
 
 if os.environ.get("KVVIZ_RECORDINGS") != "off":
-    threading.Thread(target=_warm_when_recorded, name="kvviz-live-warm", daemon=True).start()
+    threading.Thread(target=_warm_when_recorded, args=(IOLoop.current(),),  # (the server's: this is its thread)
+                     name="kvviz-live-warm", daemon=True).start()

@@ -1,0 +1,97 @@
+"""What no recording holds, run by this process's engine and answered as a branch to play
+(kvviz/export/live.py): the same models as the page's, every input checked, the engine's state."""
+
+from __future__ import annotations
+
+import gzip
+import html
+import json
+import re
+
+import pytest
+
+from kvviz import urlstate
+from kvviz.export import cache
+from kvviz.export.live import MAX_QUERY, Service
+from kvviz.export.recipes import recipes
+from kvviz.export.site import FRAMES_FILE, build_page, model_order, page_config, provenance
+from kvviz.nodes.radix import url as radix_url
+from kvviz.nodes.radix.state import RadixState
+
+
+@pytest.fixture(scope="module")
+def service():
+    return Service(cache.make(), recipes())  # (this code's recording: made once, shared by the tests)
+
+
+def ask(service, query: str) -> tuple[int, dict]:
+    status, body = service.answer(query)
+    return status, json.loads(gzip.decompress(body))
+
+
+def stored(answer: dict, row: list[int]) -> str:
+    """BLOCKS STORED as a state of the answer shows it (the card's text, as the page gets it)."""
+    for vi in row:
+        v = answer["values"][vi]
+        if isinstance(v, str) and "data-label=&quot;BLOCKS STORED" in v:
+            return re.findall(r'kv-value">([^<]*)<', html.unescape(v))[0]
+    raise AssertionError("no BLOCKS STORED card in the state")
+
+
+def test_a_live_view_holds_the_same_models_in_the_same_order_as_the_page(service):
+    """A model is named across processes by its place: the page's and the live view's agree on
+    every node, and the recorded properties the page lists are the ones written beside it."""
+    written = json.loads((cache.make() / FRAMES_FILE).read_text())
+    for key in ("fragmentation", "paging", "radix"):
+        with page_config():
+            doc, _scripts, placed = build_page([key], None, provenance(), served=True)
+        column = next(m for m in doc.models if f"kv-recorded-{key}" in (getattr(m, "css_classes", None) or []))
+        page = [type(m).__name__ for m in model_order(column)]
+        service.warm(key)
+        assert [type(m).__name__ for m in service.frames[key].models] == page
+        assert placed[key] == written[key]
+
+
+def test_a_question_is_run_by_the_engine_and_answered_with_every_state(service, monkeypatch):
+    status, answer = ask(service, "node=radix&sharing=1&op=ask%3AWhat+is+a+slab%3F")
+    assert status == 200 and answer["ok"]
+    assert answer["steps"] == list(range(len(answer["rows"])))  # (from its start to its settled end)
+    assert "op=ask%3AWhat+is+a+slab%3F" in answer["link"] and "sharing=1" in answer["link"]
+    live, notices = RadixState(), []
+    radix_url.restore(live, urlstate.parse_search("?" + answer["link"]).links["radix"], notices)
+    assert stored(answer, answer["rows"][-1]) == f"{live.snapshot.metrics.blocks_stored} blk"
+    assert stored(answer, answer["rows"][0]) == "0 blk"
+    assert all(len(row) == answer["n"] + len(answer["props"]) for row in answer["rows"])
+    # the same question again: the same answer, kept (not run again)
+    monkeypatch.setattr(service.frames["radix"], "branch", lambda *a, **k: pytest.fail("ran again"))
+    assert ask(service, "node=radix&sharing=1&op=ask%3AWhat+is+a+slab%3F") == (status, answer)
+
+
+def test_a_button_is_done_to_the_nodes_own_widget(service):
+    status, answer = ask(service, "node=radix&sharing=1&act=Release+oldest")
+    assert status == 200 and "op=release" in answer["link"]
+    live = RadixState(sharing=True)
+    live.release_oldest()
+    assert stored(answer, answer["rows"][-1]) == f"{live.snapshot.metrics.blocks_stored} blk"
+    status, answer = ask(service, "node=paging&act=Block+table+of&value=R2")
+    assert status == 200 and "show=R2" in answer["link"]
+
+
+@pytest.mark.parametrize(("query", "says"), [
+    ("node=nope", "no recorded node"),
+    ("node=explain", "no recorded node"),
+    ("node=radix&act=Delete+everything", "is not something node 03 can do"),
+    ("node=radix&act=" + "x" * 80, "too long"),
+    ("node=paging&act=Block+table+of&value=R99", "has no choice"),
+    ("node=radix&extra=__class__.mro", "should not"),
+    ("node=radix&op=" + "x" * MAX_QUERY, "too long"),
+])
+def test_bad_requests_are_refused_with_a_sentence(service, query, says):
+    status, answer = ask(service, query)
+    assert status == 400 and not answer["ok"] and says in answer["message"]
+
+
+def test_a_bad_link_value_is_a_notice_not_a_failure(service):
+    status, answer = ask(service, "node=radix&sharing=maybe&op=%3Cscript%3E")
+    assert status == 200 and answer["ok"] and answer["notices"]
+    assert "sharing" not in answer["link"] and "script" not in answer["link"]
