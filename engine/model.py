@@ -200,12 +200,14 @@ class Transformer(nn.Module):
         plan = None  # what every layer's decode attention reads the same way, when the backend plans it
         if batch.is_decode and backend.plan_decode is not None:
             plan = backend.plan_decode(batch.block_tables, batch.seq_lens, kv.k[0].shape[1])
+        last = batch.query_start[1:].long() - 1  # (S,): each sequence's last new row
         for layer, blk in enumerate(self.blocks):
             reads = batch.block_reads if layer == 0 else None
             h = h + blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan)
+            if layer == len(self.blocks) - 1:
+                h = h[last]  # every row's KV is stored now: only the last rows' outputs are read from here on
             h = h + blk.mlp(blk.mlp_norm(h))
-        last = batch.query_start[1:].long() - 1  # (S,)
-        return self._logits(h[last])
+        return self._logits(h)
 
     def forward_sequences(self, ids: torch.Tensor) -> torch.Tensor:
         """Logits for every position of a batch of equal-length sequences, no cache.
