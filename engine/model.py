@@ -106,10 +106,16 @@ class Attention(nn.Module):
         v = qkv[:, c.num_heads + c.num_kv_heads :]  # (T, KVH, D)
         return q, k, v
 
-    def forward(self, x, cos, sin, batch: ForwardBatch, k_cache, v_cache, backend: AttentionBackend, block_reads, plan):
+    def forward(self, x, cos, sin, batch: ForwardBatch, k_cache, v_cache, backend: AttentionBackend, block_reads, plan,
+                last_rows: torch.Tensor | None = None):
+        """Stores every row's K and V, and returns the attention output of every row, or of only
+        `last_rows` (each sequence's last row) when given: one query per sequence, at its end,
+        which is what a decode computes."""
         q, k, v = self._qkv(x, cos, sin)
         backend.store_kv(k_cache, v_cache, k, v, batch.slot_mapping)
-        if batch.is_decode:
+        if last_rows is not None and not batch.is_decode:
+            q = q[last_rows]
+        if batch.is_decode or last_rows is not None:
             extra = {"plan": plan} if plan is not None else {}
             o = backend.decode_attention(
                 q, k_cache, v_cache, batch.block_tables, batch.seq_lens, self.scale, block_reads=block_reads, **extra
@@ -118,7 +124,7 @@ class Attention(nn.Module):
             o = backend.extend_attention(
                 q, k_cache, v_cache, batch.block_tables, batch.query_start, batch.seq_lens, self.scale
             )
-        return self.o_proj(o.reshape(x.shape[0], -1))
+        return self.o_proj(o.reshape(q.shape[0], -1))
 
     def forward_full(self, x, cos, sin):
         """Causal self-attention over whole sequences, no cache. x: (B, T, d_model)."""
@@ -203,9 +209,11 @@ class Transformer(nn.Module):
         last = batch.query_start[1:].long() - 1  # (S,): each sequence's last new row
         for layer, blk in enumerate(self.blocks):
             reads = batch.block_reads if layer == 0 else None
-            h = h + blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan)
-            if layer == len(self.blocks) - 1:
-                h = h[last]  # every row's KV is stored now: only the last rows' outputs are read from here on
+            if layer < len(self.blocks) - 1:
+                h = h + blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan)
+            else:  # all rows' KV is stored, but only each sequence's last row goes on to the logits
+                a = blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan, last)
+                h = h[last] + a
             h = h + blk.mlp(blk.mlp_norm(h))
         return self._logits(h)
 
