@@ -80,10 +80,9 @@ def rope_tables(cfg: ModelConfig) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x: (T, heads, head_dim); cos, sin: (T, head_dim // 2). Rotates pairs (i, i + half)."""
+    """x: (T, heads, head_dim); cos, sin: (T, 1, head_dim // 2). Rotates pairs (i, i + half)."""
     half = x.shape[-1] // 2
     x1, x2 = x[..., :half], x[..., half:]
-    cos, sin = cos[:, None, :], sin[:, None, :]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
@@ -201,7 +200,8 @@ class Transformer(nn.Module):
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, kv: KVPool, backend: AttentionBackend) -> torch.Tensor:
         """Logits of each sequence's last new token: (S, vocab). Writes the new tokens' KV."""
-        cos, sin = self.rope_cos.index_select(0, batch.positions), self.rope_sin.index_select(0, batch.positions)
+        cos = self.rope_cos.index_select(0, batch.positions)[:, None]  # (T, 1, head_dim // 2): every head's
+        sin = self.rope_sin.index_select(0, batch.positions)[:, None]
         h = self.embed(batch.token_ids)  # (T, d_model)
         plan = None  # what every layer's decode attention reads the same way, when the backend plans it
         if batch.is_decode and backend.plan_decode is not None:
@@ -223,7 +223,7 @@ class Transformer(nn.Module):
         ids: (B, T) int64 -> (B, T, vocab). Differentiable: training uses it.
         """
         t = ids.shape[1]
-        cos, sin = self.rope_cos[:t].repeat(ids.shape[0], 1), self.rope_sin[:t].repeat(ids.shape[0], 1)
+        cos, sin = (table[:t].repeat(ids.shape[0], 1)[:, None] for table in (self.rope_cos, self.rope_sin))
         h = self.embed(ids)  # (B, T, d_model)
         for blk in self.blocks:
             h = h + blk.attn.forward_full(blk.attn_norm(h), cos, sin)
