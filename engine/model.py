@@ -200,7 +200,7 @@ class Transformer(nn.Module):
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, kv: KVPool, backend: AttentionBackend) -> torch.Tensor:
         """Logits of each sequence's last new token: (S, vocab). Writes the new tokens' KV."""
-        cos = self.rope_cos.index_select(0, batch.positions)[:, None]  # (T, 1, head_dim // 2): every head's
+        cos = self.rope_cos.index_select(0, batch.positions)[:, None]  # (T, 1, head_dim // 2): the same for every head
         sin = self.rope_sin.index_select(0, batch.positions)[:, None]
         h = self.embed(batch.token_ids)  # (T, d_model)
         plan = None  # what every layer's decode attention reads the same way, when the backend plans it
