@@ -8,7 +8,8 @@ off, the trained weights, the torch backend, one torch thread. For each engine (
 with `git archive`, and the working tree's) and each batch size, in child processes taking turns
 (`rounds` times each; the best is kept, the machine being shared):
 
-- generated tokens/s: the best of 3 timed `generate` calls after a warm-up, no profiler;
+- generated tokens/s: the best of 3 timed `generate` calls after a warm-up, no profiler; and per
+  second of the process's CPU time (the same calls' best), which moves less when the machine is shared;
 - per step: one more run under cProfile, each phase's cumulative time divided by the steps.
   The phases are the engine's own functions: schedule (`Engine._schedule`: admission, blocks,
   the prefix cache), prepare (`Engine._prepare`: the batch's tensors), model
@@ -67,21 +68,22 @@ def child(tree: str, spec_path: str) -> None:
     def run(batch: list[str], profiler: cProfile.Profile | None = None):
         blocks = len(batch) * 8 + 8  # room for every request at once: no preemption
         engine = Engine(EngineConfig(num_blocks=blocks, block_size=32, backend="torch", device="cpu"))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         if profiler is not None:
             profiler.enable()
         results = engine.generate(batch, MAX_TOKENS)
         if profiler is not None:
             profiler.disable()
-        return time.perf_counter() - t0, engine.scheduler.counters.steps, results
+        return time.perf_counter() - t0, engine.scheduler.counters.steps, results, time.process_time() - c0
 
     out = {}
     for name, batch in spec["batches"].items():
         run(batch)  # warm-up
-        walls = [run(batch)[0] for _ in range(3)]
+        timed = [run(batch) for _ in range(3)]
         prof = cProfile.Profile()
-        _, steps, results = run(batch, prof)
-        out[name] = {"wall_s": min(walls), "steps": steps, "tokens": len(batch) * MAX_TOKENS,
+        _, steps, results, _ = run(batch, prof)
+        out[name] = {"wall_s": min(t[0] for t in timed), "cpu_s": min(t[3] for t in timed), "steps": steps,
+                     "tokens": len(batch) * MAX_TOKENS,
                      "phases_ms": phase_times(pstats.Stats(prof), steps),
                      "token_ids": [r.token_ids for r in results]}
     print("KVVIZ-RESULT " + json.dumps(out), flush=True)
@@ -127,14 +129,15 @@ def report(out: dict) -> str:
              f"({MAX_TOKENS} greedy tokens per request from an empty cache, trained weights, torch backend, 1 torch "
              f"thread; tokens/s the best of 3 × {out['rounds']} rounds; ms per step from cProfile, so a little "
              "above the unprofiled time)", "",
-             "| batch | engine | tokens/s | steps | step ms | schedule | prepare | model | post-process |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| batch | engine | tokens/s | tokens per CPU-s | steps | step ms | schedule | prepare | model | post-process |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in out["batches"]:
         for who in ("before", "after"):
             r = out[who][name]
             p = r["phases_ms"]
             post = "(in prepare)" if who == "before" and p["post-process"] == 0 else f"{p['post-process']:.2f}"
-            lines.append(f"| {name} | {who} | {r['tokens'] / r['wall_s']:.0f} | {r['steps']} | {p['step']:.2f} | "
+            cpu = f"{r['tokens'] / r['cpu_s']:.0f}" if "cpu_s" in r else "-"
+            lines.append(f"| {name} | {who} | {r['tokens'] / r['wall_s']:.0f} | {cpu} | {r['steps']} | {p['step']:.2f} | "
                          f"{p['schedule']:.2f} | {p['prepare']:.2f} | {p['model']:.2f} | {post} |")
     same = all(out["before"][n]["token_ids"] == out["after"][n]["token_ids"] for n in out["batches"])
     lines += ["", f"tokens identical before and after: {'yes' if same else 'NO'}"]

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import threading
 import time
 from dataclasses import dataclass
@@ -27,7 +28,6 @@ from engine.scheduler import Scheduler
 from engine.snapshot import Metrics, Snapshot, build_snapshot, compute_metrics
 from engine.tokenizer import ByteTokenizer
 from engine.util import ceil_div
-from kernels.reference import slot_mapping_ref
 
 _MODELS: dict[tuple, Transformer] = {}
 _MODELS_LOCK = threading.Lock()
@@ -229,31 +229,32 @@ class Engine:
         return StepWork(False, reqs, starts)
 
     def _prepare(self, work: StepWork) -> ForwardBatch:
-        """Phase 2: the batch's tensors: packed token ids, positions, KV slots, block tables."""
-        reqs, starts = work.reqs, work.starts
+        """Phase 2: the batch's tensors: packed token ids, positions, KV slots, block tables.
+
+        Worked out in Python, one list per tensor (a few hundred small ints at most), then one
+        torch.tensor call for each: cheaper than tensor arithmetic on such small tensors."""
+        reqs, starts, bs = work.reqs, work.starts, self.config.block_size
         if work.is_prefill:
             ends = [r.num_computed for r in reqs]
-            token_ids = [t for r, a, b in zip(reqs, starts, ends, strict=True) for t in r.all_ids[a:b]]
-            lens = [b - a for a, b in zip(starts, ends, strict=True)]
-        else:
+            token_ids = [t for r, a, b in zip(reqs, starts, ends, strict=True) for t in r.tokens(a, b)]
+            positions = [p for a, b in zip(starts, ends, strict=True) for p in range(a, b)]
+            slots = [r.block_table[p // bs] * bs + p % bs
+                     for r, a, b in zip(reqs, starts, ends, strict=True) for p in range(a, b)]
+            query_start = list(itertools.accumulate((b - a for a, b in zip(starts, ends, strict=True)), initial=0))
+        else:  # one row per request: its last token, at position starts[i]
             ends = [p + 1 for p in starts]
-            token_ids = [r.all_ids[-1] for r in reqs]
-            lens = [1] * len(reqs)
-        block_tables = self._block_tables(reqs)
-        lens_t = self._tensor(lens)
-        seq_ids = torch.repeat_interleave(torch.arange(len(reqs), device=self.device), lens_t)
-        query_start = torch.zeros(len(reqs) + 1, dtype=torch.int64, device=self.device)
-        torch.cumsum(lens_t, 0, out=query_start[1:])
-        # position of row i: its sequence's first new position + its offset among that sequence's rows
-        positions = torch.arange(len(token_ids), device=self.device) - query_start[seq_ids] + self._tensor(starts)[seq_ids]
+            token_ids = [r.last_token for r in reqs]
+            positions = starts
+            slots = [r.block_table[p // bs] * bs + p % bs for r, p in zip(reqs, starts, strict=True)]
+            query_start = list(range(len(reqs) + 1))
         return ForwardBatch(
             is_decode=not work.is_prefill,
             token_ids=self._tensor(token_ids),
-            positions=positions,
-            slot_mapping=slot_mapping_ref(block_tables, seq_ids, positions, self.config.block_size),
-            block_tables=block_tables,
+            positions=self._tensor(positions),
+            slot_mapping=self._tensor(slots),
+            block_tables=self._block_tables(reqs),
             seq_lens=self._tensor(ends, torch.int32),
-            query_start=query_start.to(torch.int32),
+            query_start=self._tensor(query_start, torch.int32),
             block_reads=None if work.is_prefill else torch.zeros(self.config.num_blocks, dtype=torch.int32, device=self.device),
         )
 
@@ -274,14 +275,14 @@ class Engine:
     def _record_kv_tokens(self, req: Request, start: int, end: int) -> None:
         """Record in the pool the tokens whose KV positions [start, end) of `req` write: block
         req.block_table[pos // block_size] stores position pos at offset pos % block_size."""
-        bs, ids = self.config.block_size, req.all_ids
+        bs = self.config.block_size
         pos = start
         while pos < end:
             page, offset = divmod(pos, bs)
             stored = self.pool.tokens[req.block_table[page]]
             assert len(stored) == offset, "KV written out of order"
             upto = min(end, (page + 1) * bs)
-            stored.extend(ids[pos:upto])
+            stored.extend(req.tokens(pos, upto))
             pos = upto
 
     def _tensor(self, values, dtype=torch.int64) -> torch.Tensor:

@@ -80,10 +80,9 @@ def rope_tables(cfg: ModelConfig) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x: (T, heads, head_dim); cos, sin: (T, head_dim // 2). Rotates pairs (i, i + half)."""
+    """x: (T, heads, head_dim); cos, sin: (T, 1, head_dim // 2). Rotates pairs (i, i + half)."""
     half = x.shape[-1] // 2
     x1, x2 = x[..., :half], x[..., half:]
-    cos, sin = cos[:, None, :], sin[:, None, :]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
@@ -106,10 +105,16 @@ class Attention(nn.Module):
         v = qkv[:, c.num_heads + c.num_kv_heads :]  # (T, KVH, D)
         return q, k, v
 
-    def forward(self, x, cos, sin, batch: ForwardBatch, k_cache, v_cache, backend: AttentionBackend, block_reads, plan):
+    def forward(self, x, cos, sin, batch: ForwardBatch, k_cache, v_cache, backend: AttentionBackend, block_reads, plan,
+                last_rows: torch.Tensor | None = None):
+        """Stores every row's K and V, and returns the attention output of every row, or of only
+        `last_rows` (each sequence's last row) when given: one query per sequence, at its end,
+        which is what a decode computes."""
         q, k, v = self._qkv(x, cos, sin)
         backend.store_kv(k_cache, v_cache, k, v, batch.slot_mapping)
-        if batch.is_decode:
+        if last_rows is not None and not batch.is_decode:
+            q = q[last_rows]
+        if batch.is_decode or last_rows is not None:
             extra = {"plan": plan} if plan is not None else {}
             o = backend.decode_attention(
                 q, k_cache, v_cache, batch.block_tables, batch.seq_lens, self.scale, block_reads=block_reads, **extra
@@ -118,7 +123,7 @@ class Attention(nn.Module):
             o = backend.extend_attention(
                 q, k_cache, v_cache, batch.block_tables, batch.query_start, batch.seq_lens, self.scale
             )
-        return self.o_proj(o.reshape(x.shape[0], -1))
+        return self.o_proj(o.reshape(q.shape[0], -1))
 
     def forward_full(self, x, cos, sin):
         """Causal self-attention over whole sequences, no cache. x: (B, T, d_model)."""
@@ -195,17 +200,22 @@ class Transformer(nn.Module):
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, kv: KVPool, backend: AttentionBackend) -> torch.Tensor:
         """Logits of each sequence's last new token: (S, vocab). Writes the new tokens' KV."""
-        cos, sin = self.rope_cos.index_select(0, batch.positions), self.rope_sin.index_select(0, batch.positions)
+        cos = self.rope_cos.index_select(0, batch.positions)[:, None]  # (T, 1, head_dim // 2): the same for every head
+        sin = self.rope_sin.index_select(0, batch.positions)[:, None]
         h = self.embed(batch.token_ids)  # (T, d_model)
         plan = None  # what every layer's decode attention reads the same way, when the backend plans it
         if batch.is_decode and backend.plan_decode is not None:
             plan = backend.plan_decode(batch.block_tables, batch.seq_lens, kv.k[0].shape[1])
+        last = batch.query_start[1:].long() - 1  # (S,): each sequence's last new row
         for layer, blk in enumerate(self.blocks):
             reads = batch.block_reads if layer == 0 else None
-            h = h + blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan)
+            if layer < len(self.blocks) - 1:
+                h = h + blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan)
+            else:  # all rows' KV is stored, but only each sequence's last row goes on to the logits
+                a = blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan, last)
+                h = h[last] + a
             h = h + blk.mlp(blk.mlp_norm(h))
-        last = batch.query_start[1:].long() - 1  # (S,)
-        return self._logits(h[last])
+        return self._logits(h)
 
     def forward_sequences(self, ids: torch.Tensor) -> torch.Tensor:
         """Logits for every position of a batch of equal-length sequences, no cache.
@@ -213,7 +223,7 @@ class Transformer(nn.Module):
         ids: (B, T) int64 -> (B, T, vocab). Differentiable: training uses it.
         """
         t = ids.shape[1]
-        cos, sin = self.rope_cos[:t].repeat(ids.shape[0], 1), self.rope_sin[:t].repeat(ids.shape[0], 1)
+        cos, sin = (table[:t].repeat(ids.shape[0], 1)[:, None] for table in (self.rope_cos, self.rope_sin))
         h = self.embed(ids)  # (B, T, d_model)
         for blk in self.blocks:
             h = h + blk.attn.forward_full(blk.attn_norm(h), cos, sin)

@@ -49,35 +49,6 @@ def slot_mapping_ref(block_tables: torch.Tensor, seq_ids: torch.Tensor, position
     return pages * block_size + (positions % block_size).long()
 
 
-def _gather_kv(cache: torch.Tensor, block_table: torch.Tensor, seq_len: int) -> torch.Tensor:
-    """K or V of one sequence in logical order. Returns (seq_len, num_kv_heads, head_dim)."""
-    block_size = cache.shape[1]
-    num_pages = (seq_len + block_size - 1) // block_size
-    blocks = block_table[:num_pages].long()
-    # index_select copies whole blocks (rows of the first dim); cache[blocks] would copy element by element
-    return cache.index_select(0, blocks).reshape(num_pages * block_size, *cache.shape[2:])[:seq_len]
-
-
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_positions: torch.Tensor, scale: float) -> torch.Tensor:
-    """Causal attention of queries at q_positions over keys at positions 0..len(k)-1.
-
-    q: (n, num_heads, head_dim); k, v: (L, num_kv_heads, head_dim) -> (n, num_heads, head_dim).
-    Computed in float32 whatever the input dtype; grouped heads share their KV head (no copies).
-    """
-    n, num_heads, head_dim = q.shape
-    num_kv_heads = k.shape[1]
-    group = num_heads // num_kv_heads
-    qg = q.float().reshape(n, num_kv_heads, group, head_dim).permute(1, 2, 0, 3)  # (KVH, G, n, D)
-    kg = k.float().transpose(0, 1)[:, None]  # (KVH, 1, L, D)
-    vg = v.float().transpose(0, 1)[:, None]
-    key_pos = torch.arange(k.shape[0], device=q.device)
-    hidden = key_pos[None, :] > q_positions[:, None].to(q.device)  # (n, L): keys after the query
-    # a float mask (0 or -inf): what SDPA would turn a boolean one into, on each call
-    mask = torch.zeros(hidden.shape, device=q.device).masked_fill_(hidden, float("-inf"))
-    out = F.scaled_dot_product_attention(qg, kg, vg, attn_mask=mask, scale=scale)  # (KVH, G, n, D)
-    return out.permute(2, 0, 1, 3).reshape(n, num_heads, head_dim)
-
-
 @dataclass(frozen=True)
 class DecodePlan:
     """What every layer's decode attention reads the same way, computed once per forward."""
@@ -151,13 +122,34 @@ def paged_extend_attention_ref(
 
     q: (total_new, num_heads, head_dim); query_start: (num_seqs + 1,); seq_lens: (num_seqs,)
     -> (total_new, num_heads, head_dim), q's dtype.
+
+    All sequences at once: their pages gathered as decode does (plan_decode), their queries padded
+    to the longest one's, and one masked attention in which row j of sequence s sees the keys at
+    positions <= its own (padded rows see some keys too, and are dropped).
     """
-    out = torch.empty_like(q)
-    for s in range(seq_lens.shape[0]):
-        lo, hi = int(query_start[s]), int(query_start[s + 1])
-        n = int(seq_lens[s])
-        k = _gather_kv(k_cache, block_tables[s], n)
-        v = _gather_kv(v_cache, block_tables[s], n)
-        pos = torch.arange(n - (hi - lo), n)
-        out[lo:hi] = _attend(q[lo:hi], k, v, pos, scale).to(q.dtype)
-    return out
+    num_seqs = seq_lens.shape[0]
+    num_heads, head_dim = q.shape[1], q.shape[2]
+    block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
+    group = num_heads // num_kv_heads
+    plan = plan_decode(block_tables, seq_lens, block_size)
+    max_len = plan.num_pages * block_size
+    k = k_cache.index_select(0, plan.blocks).view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()  # (S, KVH, L, D)
+    v = v_cache.index_select(0, plan.blocks).view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()
+    starts, lens = query_start.long().to(q.device), seq_lens.long().to(q.device)
+    num_new = starts[1:] - starts[:-1]  # (S,)
+    max_new = int(num_new.max())
+    offsets = torch.arange(max_new, device=q.device)
+    real = offsets[None, :] < num_new[:, None]  # (S, Lq): which padded query rows are real
+    rows = torch.where(real, starts[:-1, None] + offsets, 0)  # (S, Lq): their row of q
+    # (S, Lq, KVH, G, D) -> (S, KVH, G * Lq, D): a KV head's grouped query heads one after another
+    qg = q.float()[rows].view(num_seqs, max_new, num_kv_heads, group, head_dim).permute(0, 2, 3, 1, 4)
+    qg = qg.reshape(num_seqs, num_kv_heads, group * max_new, head_dim)
+    q_pos = (lens - num_new)[:, None] + offsets  # (S, Lq)
+    hidden = torch.arange(max_len, device=q.device)[None, None, :] > q_pos[:, :, None]  # (S, Lq, L)
+    mask = torch.zeros(hidden.shape, device=q.device).masked_fill_(hidden, float("-inf"))
+    mask = mask[:, None].expand(num_seqs, group, max_new, max_len).reshape(num_seqs, 1, group * max_new, max_len)
+    out = F.scaled_dot_product_attention(qg, k, v, attn_mask=mask, scale=scale)  # (S, KVH, G * Lq, D)
+    out = out.view(num_seqs, num_kv_heads, group, max_new, head_dim).permute(0, 3, 1, 2, 4)  # (S, Lq, KVH, G, D)
+    packed = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    packed[rows[real]] = out[real].reshape(-1, num_heads, head_dim).to(q.dtype)
+    return packed
