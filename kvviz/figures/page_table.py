@@ -92,7 +92,8 @@ def summary_html(snap: Snapshot, name: str | None, pool: str) -> str:
     else:
         pairs = ", ".join(f"page {i} → block {b}" for i, b in enumerate(req.block_table))
         text = f"{req.name} in the {pool} pool: {pairs}."
-    return f'<div class="kv-pagetable-text" data-pool="{html.escape(pool)}">{html.escape(text)}</div>'
+    return (f'<details class="kv-more"><summary>As text</summary><div class="kv-pagetable-text" '
+            f'data-pool="{html.escape(pool)}">{html.escape(text)}</div></details>')
 
 
 def _frame(per_row: int, n: int) -> Frame:
