@@ -16,6 +16,7 @@ import panel as pn
 from bokeh.models import ColumnDataSource, HoverTool, Rect, Segment, Text
 from bokeh.plotting import figure
 
+from kvviz.figures.reflow import reflow
 from kvviz.web.sources import assign, binary, padded
 
 ROW_PX = 54
@@ -83,10 +84,13 @@ class BlockTree(pn.viewable.Viewer):
         box = fig.add_glyph(self.boxes, Rect(x="x", y="y", width=0.9, height=0.8, fill_color="fill",
                                              line_color="#222222", line_width=1.2))
         fig.hover.renderers = [box]
-        fig.add_glyph(self.boxes, Text(x="x", y="y", text="label", text_align="center", text_baseline="bottom",
-                                       text_font_size="11px", text_color="#111111", y_offset=-1))
-        fig.add_glyph(self.boxes, Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
-                                       text_font_size="10px", text_color="#333333", y_offset=3))
+        label = fig.add_glyph(self.boxes, Text(x="x", y="y", text="label", text_align="center", text_baseline="bottom",
+                                               text_font_size="11px", text_color="#111111", y_offset=-1))
+        sub = fig.add_glyph(self.boxes, Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
+                                             text_font_size="10px", text_color="#333333", y_offset=3))
+        reflow(fig, [], 0, None, None, [(fig.title, "text_font_size", "15px", "20px"),  # (a projector's sizes)
+                                        (label.glyph, "text_font_size", "11px", "18px"),
+                                        (sub.glyph, "text_font_size", "10px", "18px")])
         fig.css_classes = [css_class]
         self.figure = fig
         self.note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))

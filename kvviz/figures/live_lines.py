@@ -8,6 +8,8 @@ import panel as pn
 from bokeh.models import ColumnDataSource, HoverTool
 from bokeh.plotting import figure
 
+from kvviz.figures.reflow import reflow
+
 
 class LiveLines(pn.viewable.Viewer):
     """`series`: (column, legend label, colour). `update(points)`: every point so far, each a
@@ -29,6 +31,10 @@ class LiveLines(pn.viewable.Viewer):
         fig.legend.location = "top_left"
         fig.legend.label_text_font_size = "11px"
         fig.legend.background_fill_alpha = 0.6
+        fonts = [(fig.title, "text_font_size", "14px", "20px"), (fig.legend[0], "label_text_font_size", "11px", "18px")]
+        for axis in (*fig.xaxis, *fig.yaxis):
+            fonts += [(axis, "major_label_text_font_size", "11px", "18px"), (axis, "axis_label_text_font_size", "13px", "18px")]
+        reflow(fig, [], 0, None, None, fonts)  # (a projector's sizes)
         fig.css_classes = [css_class]
         self.figure = fig
         self._pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")

@@ -28,7 +28,9 @@ class FragmentationView(NodeView):
         reset = self._button("Reset", s.reset)
         self._layout = section(
             s.key,
-            prose(text.PROSE),
+            # (on a phone, kvviz.css puts the heading and the strip first: one screen shows both)
+            prose(text.HEADING, css_classes=["kv-heading"]),
+            prose(text.PROSE, css_classes=["kv-lead"]),
             pn.FlexBox(slider, free, reset, align_items="center", sizing_mode="stretch_width"),
             off,
             self._notice(),
