@@ -105,10 +105,8 @@ class RadixTreeFigure(pn.viewable.Viewer):
         fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
                      height=self._height(rows), x_range=(-0.5, self._x_end(nodes)), y_range=(rows - 0.5, -0.5),
                      toolbar_location=None, sizing_mode="stretch_width", min_border=4,
-                     title="Radix tree of cached prefixes (root at the left)",
                      tools=[HoverTool(tooltips=[("text", "@text"), ("blocks", "@blocks"), ("lock", "@lock")])])
         fig.outline_line_color = None
-        fig.title.text_font_size = "15px"
         fig.add_glyph(self.edges, Segment(x0="x0", y0="y0", x1="x1", y1="y1", line_color="#333333", line_width=2))
         box = fig.add_glyph(self.nodes, Rect(x="x", y="y", width=0.84, height=0.78, fill_color="fill",
                                              line_color="#222222", line_dash="dash", line_width=1.5))
@@ -119,15 +117,21 @@ class RadixTreeFigure(pn.viewable.Viewer):
                                              text_font_size="11px", text_color="ink", y_offset=3))
         # (narrow: the short labels; the ranges and the height stay the tree's own)
         reflow(fig, [(label, ("text:label",)), (sub, ("text:sub",))], NARROW_PX, None, None,
-               [(fig.title, "text_font_size", "15px", "20px"), (label.glyph, "text_font_size", "12px", "18px"),
+               [(label.glyph, "text_font_size", "12px", "18px"),
                 (sub.glyph, "text_font_size", "11px", "18px")])
         self.figure = fig
         self._empty = LiveHTML(self._empty_html(), sizing_mode="stretch_width", margin=(0, 10))
         watch(self.snapshot, Redraw(self._update))
         fig.css_classes = ["kv-tree"]
         fig.html_attributes = self._off()
-        self._layout = pn.Column(self._empty, pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
+        # (the title in HTML: it wraps on a phone, and hides with the figure while sharing is off)
+        self._title = LiveHTML(self._title_html(), sizing_mode="stretch_width", margin=(6, 10, 0, 10))
+        self._layout = pn.Column(self._empty, self._title, pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
                                  sizing_mode="stretch_width")
+
+    def _title_html(self) -> str:
+        return '<div class="kv-figure-title">Radix tree of cached prefixes (root at the left)</div>' if value(
+            self.sharing) else ""
 
     def _off(self) -> dict[str, str]:
         """While sharing is off the figure carries `data-off` and kvviz.css hides it. Bokeh's
@@ -142,7 +146,7 @@ class RadixTreeFigure(pn.viewable.Viewer):
 
     @staticmethod
     def _height(rows: int) -> int:
-        return max(rows, 2) * ROW_PX + 36
+        return max(rows, 2) * ROW_PX + 12
 
     def _empty_html(self) -> str:
         if value(self.sharing):
@@ -160,6 +164,7 @@ class RadixTreeFigure(pn.viewable.Viewer):
             if value(self.sharing):  # (hidden, it keeps its height: no re-layout on the way back)
                 self.figure.height = self._height(rows)
             self._empty.object = self._empty_html()
+            self._title.object = self._title_html()
             self.figure.html_attributes = self._off()
 
     def __panel__(self):
