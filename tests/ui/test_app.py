@@ -181,7 +181,7 @@ def test_block_tooltip_shows_hostile_text_as_text(page, lesson_url):
     texts = []
     for block in range(16, 22):  # the new request's own blocks sit just after the first row
         col, row = block % 16, block // 16
-        page.mouse.move(box["x"] + 4 + (box["width"] - 8) * (col + 0.5) / 16, box["y"] + 24 + 46 * (row + 0.5))
+        page.mouse.move(box["x"] + 4 + (box["width"] - 8) * (col + 0.5) / 16, box["y"] + 4 + 46 * (row + 0.5))  # (title in HTML)
         page.wait_for_timeout(200)
         if tip.count():
             texts.append(tip.first.inner_text())
