@@ -154,7 +154,7 @@ class Lesson:
 TEMPLATE_CSS = """
 @media (max-width: 760px) {
   #sidebar, #sidebar-button { display: none !important; }
-  #header .app-header .title { font-size: 1.15rem; }
+  #header .app-header .title { font-size: 1.15rem; min-height: 44px; display: inline-flex; align-items: center; }
   #main .card-margin { margin: 4px !important; }
 }
 @media (min-width: 1600px) {

@@ -4,11 +4,18 @@ Each node's prose is in its package (kvviz/nodes/<key>/text.py)."""
 TITLE = "Managing the KV cache"
 
 INTRO = """
+A model keeps the keys and values of every token it has seen, its **KV cache**; below, a small real
+model serves real requests into a pool of 16-token **blocks**, and every cell you see is one of them.
+
+<details class="kv-more"><summary>More about the KV cache</summary>
+
 While a transformer generates, it keeps the keys and values of every token it has seen, so
 each new token only attends to stored vectors instead of recomputing them. That **KV cache** is
 the largest thing a serving engine holds in memory, and no one knows in advance how long a
 reply, and so its cache, will grow. Below, a small real model serves real requests into a pool
 of fixed-size **blocks** (16 tokens each). Every cell you see is one of the engine's blocks.
+
+</details>
 """
 
 SUMMARY = """

@@ -1,7 +1,8 @@
 """Write the static site: a page per recorded node, index.html with all of them, and what they need.
 
-A node is recorded when its registry entry has a recipe (kvviz/nodes/<node>/recording.py); a node that watches
-something outside the lesson (node 04, a live vLLM) has nothing to record and is left out.
+A node is recorded when its registry entry has a recipe (kvviz/nodes/<node>/recording.py); node 04, which
+watches a live vLLM, is recorded from its shipped vLLM recording (kvviz/nodes/vllm/exported.py) on a static site,
+and left to the live server on a served one.
 
 Every page is a Bokeh document saved with its recordings and the player inlined; BokehJS, Panel's
 JavaScript, the lesson's stylesheet and Panel's component stylesheets are written once beside the
@@ -36,7 +37,7 @@ from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predic
 from kvviz.export.recipes import TRANSPORT, Recipe, recipes
 from kvviz.export.record import record
 from kvviz.lesson import CSS_PATH, SYSTEM_FONTS, Lesson
-from kvviz.nodes import BY_KEY, LIVE
+from kvviz.nodes import BY_KEY, LIVE, NODES
 
 ROOT = Path(__file__).resolve().parents[2]
 PANEL_DIST = Path(pn.__file__).resolve().parent / "dist"
@@ -264,7 +265,9 @@ def page_config():
 
 
 def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served: bool) -> list[Path]:
-    facts, pages, recorded = provenance(), [], [n for n in LIVE if n.key in recipes()]
+    # (a served page opens node 04 live, from its link; a static one plays its vLLM recording)
+    recorded = [n for n in NODES if n.key in recipes() and (n in LIVE or not served)]
+    facts, pages = provenance(), []
     frames: dict[str, list] = {}  # node -> its recorded properties (build_page)
     for node in [*recorded, *([] if served else [BY_KEY["explain"]])]:
         if only and node.key not in only:

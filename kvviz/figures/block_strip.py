@@ -143,14 +143,13 @@ class BlockStrip(pn.viewable.Viewer):
         ] + ([("read in the last step by", "@reads")] if self.reads is not None else []))
         rows, narrow_rows = ceil_div(len(snap.blocks), self.per_row), ceil_div(len(snap.blocks), NARROW_PER_ROW)
         fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
-                     height=rows * ROW_PX + 28, x_range=(0, self.per_row), y_range=(rows, 0), tools=[hover],
-                     toolbar_location=None, sizing_mode="stretch_width", min_border=4, title=self.title)
+                     height=rows * ROW_PX + 10, x_range=(0, self.per_row), y_range=(rows, 0), tools=[hover],
+                     toolbar_location=None, sizing_mode="stretch_width", min_border=4)
         fig.outline_line_color = None
-        fig.title.text_font_size = "15px"
         drawn = draw_cells(fig, self.cells, self.bars, self.lines)
         hover.renderers = [drawn["cell"]]
         switched = [(drawn[k], drawn["props"][k]) for k in ("halo", "cell", "stripes", "bar", "label")]
-        fonts = [(fig.title, "text_font_size", "15px", "20px"), (drawn["label"].glyph, "text_font_size", "12px", "17px")]
+        fonts = [(drawn["label"].glyph, "text_font_size", "12px", "18px")]
         self.gap_source = None
         if self.gaps:
             self.gap_source = ColumnDataSource(binary(gap_data(snap, self.per_row, NARROW_PER_ROW)))
@@ -163,19 +162,25 @@ class BlockStrip(pn.viewable.Viewer):
             switched += [(box, ("x", "y", "width")), (words, ("x", "y", "text"))]
             fonts.append((words.glyph, "text_font_size", "13px", "18px"))
         reflow(fig, switched, max(NARROW_PX, self.per_row * MIN_CELL_PX),
-               Frame(0, self.per_row, rows, 0, rows * ROW_PX + 28),
-               Frame(0, NARROW_PER_ROW, narrow_rows, 0, narrow_rows * ROW_PX + 28), fonts)
+               Frame(0, self.per_row, rows, 0, rows * ROW_PX + 10),
+               Frame(0, NARROW_PER_ROW, narrow_rows, 0, narrow_rows * ROW_PX + 10), fonts)
         self.figure = fig
         self._pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width", css_classes=["kv-strip"])
+        # The title is HTML, not the canvas's: it wraps on a phone instead of being cut off, and
+        # takes the stylesheet's projector size.
+        parts = [pn.pane.HTML(f'<div class="kv-figure-title">{html.escape(self.title)}</div>',
+                              sizing_mode="stretch_width", margin=(6, 10, 0, 10))] if self.title else []
         self._caption = None
         if self.reads is not None:
             self._caption = LiveHTML(reads_caption(snap, value(self.reads)), sizing_mode="stretch_width",
                                      margin=(0, 10))
             watch(self.snapshot, Redraw(self._update), self.reads)
-            self._layout = pn.Column(self._pane, self._caption, sizing_mode="stretch_width")
+            parts += [self._pane, self._caption]
         else:
             watch(self.snapshot, Redraw(self._update))
-            self._layout = self._pane
+            parts.append(self._pane)
+        self._layout = parts[0] if len(parts) == 1 else pn.Column(*parts, sizing_mode="stretch_width",
+                                                                   css_classes=["kv-strip-box"])
 
     def _data(self):
         shown = value(self.reads) if self.reads is not None else False

@@ -16,6 +16,7 @@ import panel as pn
 from bokeh.models import ColumnDataSource, HoverTool, Rect, Segment, Text
 from bokeh.plotting import figure
 
+from kvviz.figures.reflow import reflow
 from kvviz.web.sources import assign, binary, padded
 
 ROW_PX = 54
@@ -76,21 +77,25 @@ class BlockTree(pn.viewable.Viewer):
         self.edges = ColumnDataSource(binary(self._padded([])[1]))
         fig = figure(x_axis_type=None, y_axis_type=None, height=self._height(1), x_range=(-0.6, 4.6),
                      y_range=(0.5, -0.5), toolbar_location=None, sizing_mode="stretch_width", min_border=4,
-                     title=title, tools=[HoverTool(tooltips=[("text", "@text"), ("block", "@sub"), ("", "@about")])])
+                     tools=[HoverTool(tooltips=[("text", "@text"), ("block", "@sub"), ("", "@about")])])
         fig.outline_line_color = None
-        fig.title.text_font_size = "15px"
         fig.add_glyph(self.edges, Segment(x0="x0", y0="y0", x1="x1", y1="y1", line_color="#333333", line_width=2))
         box = fig.add_glyph(self.boxes, Rect(x="x", y="y", width=0.9, height=0.8, fill_color="fill",
                                              line_color="#222222", line_width=1.2))
         fig.hover.renderers = [box]
-        fig.add_glyph(self.boxes, Text(x="x", y="y", text="label", text_align="center", text_baseline="bottom",
-                                       text_font_size="11px", text_color="#111111", y_offset=-1))
-        fig.add_glyph(self.boxes, Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
-                                       text_font_size="10px", text_color="#333333", y_offset=3))
+        label = fig.add_glyph(self.boxes, Text(x="x", y="y", text="label", text_align="center", text_baseline="bottom",
+                                               text_font_size="11px", text_color="#111111", y_offset=-1))
+        sub = fig.add_glyph(self.boxes, Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
+                                             text_font_size="10px", text_color="#333333", y_offset=3))
+        reflow(fig, [], 0, None, None, [(label.glyph, "text_font_size", "11px", "18px"),  # (a projector's sizes)
+                                        (sub.glyph, "text_font_size", "10px", "18px")])
         fig.css_classes = [css_class]
         self.figure = fig
         self.note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
-        self._layout = pn.Column(self.note, pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
+        # (the title in HTML: it wraps on a phone instead of being cut off)
+        heading = pn.pane.HTML(f'<div class="kv-figure-title">{html.escape(title)}</div>', sizing_mode="stretch_width",
+                               margin=(6, 10, 0, 10))
+        self._layout = pn.Column(heading, self.note, pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
                                  sizing_mode="stretch_width")
         self.update([])
 
@@ -102,7 +107,7 @@ class BlockTree(pn.viewable.Viewer):
 
     @staticmethod
     def _height(leaves: int) -> int:
-        return max(leaves, 2) * ROW_PX + 40
+        return max(leaves, 2) * ROW_PX + 16
 
     def update(self, rows: list[TreeRow]) -> None:
         boxes, edges, leaves, depth = self._padded(rows)

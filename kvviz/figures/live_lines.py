@@ -4,9 +4,13 @@ that are new since the last one (`ColumnDataSource.stream`, the oldest dropping 
 
 from __future__ import annotations
 
+import html
+
 import panel as pn
 from bokeh.models import ColumnDataSource, HoverTool
 from bokeh.plotting import figure
+
+from kvviz.figures.reflow import reflow
 
 
 class LiveLines(pn.viewable.Viewer):
@@ -18,20 +22,26 @@ class LiveLines(pn.viewable.Viewer):
         self.series, self.rollover, self._last_t = series, rollover, None
         self.source = ColumnDataSource({"t": [], **{name: [] for name, _, _ in series}})
         fig = figure(x_axis_type="datetime", height=190, sizing_mode="stretch_width", toolbar_location=None,
-                     title=title, min_border=4, **({"y_range": y_range} if y_range else {}),
+                     min_border=4, **({"y_range": y_range} if y_range else {}),
                      tools=[HoverTool(tooltips=[(label, f"@{name}{{0.[0]}}") for name, label, _ in series],
                                       mode="vline")])
         fig.yaxis.axis_label = y_label
-        fig.title.text_font_size = "14px"
         for name, label, colour in series:
             fig.step(x="t", y=name, source=self.source, line_color=colour, line_width=2, legend_label=label,
                      mode="after")
         fig.legend.location = "top_left"
         fig.legend.label_text_font_size = "11px"
         fig.legend.background_fill_alpha = 0.6
+        fonts = [(fig.legend[0], "label_text_font_size", "11px", "18px")]
+        for axis in (*fig.xaxis, *fig.yaxis):
+            fonts += [(axis, "major_label_text_font_size", "11px", "18px"), (axis, "axis_label_text_font_size", "13px", "18px")]
+        reflow(fig, [], 0, None, None, fonts)  # (a projector's sizes)
         fig.css_classes = [css_class]
         self.figure = fig
-        self._pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
+        # (the title in HTML: it wraps on a phone instead of being cut off)
+        self._pane = pn.Column(pn.pane.HTML(f'<div class="kv-figure-title">{html.escape(title)}</div>',
+                                            sizing_mode="stretch_width", margin=(6, 10, 0, 10)),
+                               pn.pane.Bokeh(fig, sizing_mode="stretch_width"), sizing_mode="stretch_width")
 
     def update(self, points: list[dict]) -> None:
         """Stream the points later than the last one sent; start again if time went backwards."""

@@ -1,4 +1,5 @@
-"""Metric cards: a label, a large value read from a snapshot, and one line saying what it counts.
+"""Metric cards: a label, a large value read from a snapshot, and one line saying what it counts
+(behind the card's "?", a <details>; also the card's hover text).
 
 Selectors for browser tests (Playwright's CSS engine pierces Panel's open shadow roots):
 
@@ -59,7 +60,8 @@ def card_html(node: str, label: str, value: str, counts: str, source: str = "") 
     return (
         f'<div class="kv-metric" data-node="{e(node)}" data-label="{e(label)}" title="{e(title)}">'
         f'<div class="kv-label">{e(label)}</div><div class="kv-value">{e(value)}</div>'
-        f'<div class="kv-counts">{e(counts)}</div></div>'
+        f'<details class="kv-more kv-q"><summary aria-label="What {e(label)} counts">?</summary>'
+        f'<div class="kv-counts">{e(counts)}</div></details></div>'
     )
 
 

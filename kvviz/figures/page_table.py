@@ -92,7 +92,8 @@ def summary_html(snap: Snapshot, name: str | None, pool: str) -> str:
     else:
         pairs = ", ".join(f"page {i} → block {b}" for i, b in enumerate(req.block_table))
         text = f"{req.name} in the {pool} pool: {pairs}."
-    return f'<div class="kv-pagetable-text" data-pool="{html.escape(pool)}">{html.escape(text)}</div>'
+    return (f'<details class="kv-more"><summary>As text</summary><div class="kv-pagetable-text" '
+            f'data-pool="{html.escape(pool)}">{html.escape(text)}</div></details>')
 
 
 def _frame(per_row: int, n: int) -> Frame:
@@ -127,13 +128,13 @@ class PageTable(pn.viewable.Viewer):
             drawn = draw_cells(fig, *sources, label_size="11px")
             switched += [(drawn[k], drawn["props"][k]) for k in ("halo", "cell", "stripes", "bar", "label")]
             hovered.append(drawn["cell"])
-            fonts.append((drawn["label"].glyph, "text_font_size", "11px", "16px"))
+            fonts.append((drawn["label"].glyph, "text_font_size", "11px", "18px"))
         fig.hover.renderers = hovered
         rows = ColumnDataSource({"x": [0.1, 0.1], "y": [PAGE_Y - 0.5, BLOCK_Y - 0.55],
                                  "text": ["logical pages", "physical blocks"]})
         heads = fig.add_glyph(rows, Text(x="x", y="y", text="text", text_font_size="12px", text_color="#555555",
                                          text_baseline="bottom"))
-        fonts.append((heads.glyph, "text_font_size", "12px", "16px"))
+        fonts.append((heads.glyph, "text_font_size", "12px", "18px"))
         reflow(fig, switched, max(NARROW_PX, PER_ROW * MIN_CELL_PX), wide, _frame(NARROW_PER_ROW, n), fonts)
         self.figure = fig
         self._text = LiveHTML(summary_html(self._snap, value(self.request), self.pool),

@@ -16,15 +16,17 @@ from bokeh.plotting import figure
 from engine import Snapshot
 from kvviz import formatting as fmt
 from kvviz.figures.cells import CACHED_FILL, SHARED_FILL, ink_on, owner_colour
-from kvviz.figures.reflow import Frame, reflow
+from kvviz.figures.reflow import reflow
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.per_snapshot import per_snapshot
 from kvviz.web.redraw import Redraw
 from kvviz.web.refs import Ref, value, watch
 from kvviz.web.sources import assign, binary, padded
 
-ROW_PX = 58
+ROW_PX = 64
 LABEL_CHARS = 26
+NARROW_LABEL_CHARS = 11  # a phone's labels (the hover has the whole text)
+NARROW_PX = 900  # a figure narrower than this draws the short labels: the long ones would spill out of the boxes
 
 
 def layout(snap: Snapshot) -> tuple[dict, dict, int]:
@@ -50,7 +52,8 @@ def layout(snap: Snapshot) -> tuple[dict, dict, int]:
 
     place(0, 0)
     rows = max(next_row[0], 1)
-    nodes = {"x": [0.0], "y": [pos[0][1]], "label": ["root"], "sub": [""], "fill": ["#444444"],
+    nodes = {"x": [0.0], "y": [pos[0][1]], "label": ["root"], "sub": [""], "label_n": ["root"], "sub_n": [""],
+             "fill": ["#444444"],
              "dash": ["solid"], "ink": ["#ffffff"], "text": ["(empty: the start of every prompt)"],
              "blocks": ["–"], "lock": ["–"]}
     edges = {"x0": [], "y0": [], "x1": [], "y1": []}
@@ -64,6 +67,8 @@ def layout(snap: Snapshot) -> tuple[dict, dict, int]:
         nodes["y"].append(y)
         nodes["label"].append(fmt.excerpt(n.text, LABEL_CHARS))
         nodes["sub"].append(f"blocks {fmt.block_ranges(n.blocks)} · lock {n.lock_ref}")
+        nodes["label_n"].append(fmt.excerpt(n.text, NARROW_LABEL_CHARS))
+        nodes["sub_n"].append(f"{fmt.block_ranges(n.blocks)} · lock {n.lock_ref}")
         nodes["fill"].append(fill)
         nodes["dash"].append("solid" if n.lock_ref > 0 else "dashed")
         nodes["ink"].append(ink_on(fill))
@@ -98,12 +103,10 @@ class RadixTreeFigure(pn.viewable.Viewer):
         nodes, edges, rows = source_data(value(self.snapshot))
         self.nodes, self.edges = ColumnDataSource(binary(nodes)), ColumnDataSource(binary(edges))
         fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
-                     height=self._height(rows), x_range=(-0.5, 3.5), y_range=(rows - 0.5, -0.5),
+                     height=self._height(rows), x_range=(-0.5, self._x_end(nodes)), y_range=(rows - 0.5, -0.5),
                      toolbar_location=None, sizing_mode="stretch_width", min_border=4,
-                     title="Radix tree of cached prefixes (root at the left)",
                      tools=[HoverTool(tooltips=[("text", "@text"), ("blocks", "@blocks"), ("lock", "@lock")])])
         fig.outline_line_color = None
-        fig.title.text_font_size = "15px"
         fig.add_glyph(self.edges, Segment(x0="x0", y0="y0", x1="x1", y1="y1", line_color="#333333", line_width=2))
         box = fig.add_glyph(self.nodes, Rect(x="x", y="y", width=0.84, height=0.78, fill_color="fill",
                                              line_color="#222222", line_dash="dash", line_width=1.5))
@@ -112,17 +115,23 @@ class RadixTreeFigure(pn.viewable.Viewer):
                                                text_font_size="12px", text_color="ink", y_offset=-1))
         sub = fig.add_glyph(self.nodes, Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
                                              text_font_size="11px", text_color="ink", y_offset=3))
-        frame = Frame(-0.5, 3.5, rows - 0.5, -0.5, self._height(rows))  # (never narrow: only the fonts change)
-        reflow(fig, [], 0, frame, frame, [(fig.title, "text_font_size", "15px", "20px"),
-                                          (label.glyph, "text_font_size", "12px", "16px"),
-                                          (sub.glyph, "text_font_size", "11px", "15px")])
+        # (narrow: the short labels; the ranges and the height stay the tree's own)
+        reflow(fig, [(label, ("text:label",)), (sub, ("text:sub",))], NARROW_PX, None, None,
+               [(label.glyph, "text_font_size", "12px", "18px"),
+                (sub.glyph, "text_font_size", "11px", "18px")])
         self.figure = fig
         self._empty = LiveHTML(self._empty_html(), sizing_mode="stretch_width", margin=(0, 10))
         watch(self.snapshot, Redraw(self._update))
         fig.css_classes = ["kv-tree"]
         fig.html_attributes = self._off()
-        self._layout = pn.Column(self._empty, pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
+        # (the title in HTML: it wraps on a phone, and hides with the figure while sharing is off)
+        self._title = LiveHTML(self._title_html(), sizing_mode="stretch_width", margin=(6, 10, 0, 10))
+        self._layout = pn.Column(self._empty, self._title, pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
                                  sizing_mode="stretch_width")
+
+    def _title_html(self) -> str:
+        return '<div class="kv-figure-title">Radix tree of cached prefixes (root at the left)</div>' if value(
+            self.sharing) else ""
 
     def _off(self) -> dict[str, str]:
         """While sharing is off the figure carries `data-off` and kvviz.css hides it. Bokeh's
@@ -131,8 +140,13 @@ class RadixTreeFigure(pn.viewable.Viewer):
         return {} if value(self.sharing) else {"data-off": ""}
 
     @staticmethod
+    def _x_end(nodes: dict) -> float:
+        """One column per level of the tree (at least root, trunk and branches): boxes as wide as they can be."""
+        return max(2.5, max((x for x in nodes["x"] if x == x), default=0.0) + 0.5)  # (NaN rows are padding)
+
+    @staticmethod
     def _height(rows: int) -> int:
-        return max(rows, 2) * ROW_PX + 36
+        return max(rows, 2) * ROW_PX + 12
 
     def _empty_html(self) -> str:
         if value(self.sharing):
@@ -142,15 +156,15 @@ class RadixTreeFigure(pn.viewable.Viewer):
 
     def _update(self) -> None:
         nodes, edges, rows = source_data(value(self.snapshot))
-        depth = max(x for x in nodes["x"] if x == x)  # (NaN rows are padding)
         with pn.io.hold():
             assign(self.nodes, binary(nodes))
             assign(self.edges, binary(edges))
             self.figure.y_range.start, self.figure.y_range.end = rows - 0.5, -0.5
-            self.figure.x_range.end = max(3.5, depth + 0.5)
+            self.figure.x_range.end = self._x_end(nodes)
             if value(self.sharing):  # (hidden, it keeps its height: no re-layout on the way back)
                 self.figure.height = self._height(rows)
             self._empty.object = self._empty_html()
+            self._title.object = self._title_html()
             self.figure.html_attributes = self._off()
 
     def __panel__(self):

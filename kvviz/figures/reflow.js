@@ -11,6 +11,8 @@ renderers.forEach((r, i) => {
   for (const k of props[i]) { const [prop, field] = k.split(":"); r.glyph[prop] = {field: (field ?? prop) + sfx}; }
 });
 const f = narrow ? narrow_frame : wide_frame;
-fig.x_range.start = f.x0; fig.x_range.end = f.x1;
-fig.y_range.start = f.y0; fig.y_range.end = f.y1;
-fig.height = f.height;
+if (f) {
+  fig.x_range.start = f.x0; fig.x_range.end = f.x1;
+  fig.y_range.start = f.y0; fig.y_range.end = f.y1;
+  fig.height = f.height;
+}

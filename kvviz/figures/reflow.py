@@ -32,13 +32,15 @@ class Frame:
 REFLOW_JS = js_source(__file__, "reflow.js")
 
 
-def reflow(fig, renderers: list[tuple[object, tuple[str, ...]]], narrow_px: int, wide: Frame, narrow: Frame,
-           fonts: list[tuple[object, str, str, str]] = ()) -> None:
+def reflow(fig, renderers: list[tuple[object, tuple[str, ...]]], narrow_px: int, wide: Frame | None,
+           narrow: Frame | None, fonts: list[tuple[object, str, str, str]] = ()) -> None:
     """`renderers`: (glyph renderer, the properties whose column has a `_n` twin) pairs; a
     property is named as its column, or written 'property:column'. `fonts`: (model, font size
     property, normal size, size on a projector) for text that must read from the back of a room
-    when the figure is BIG_PX wide or more."""
+    when the figure is BIG_PX wide or more. Frames None: the switch leaves the ranges and the
+    height as they are (a figure that sets them itself)."""
     fig.js_on_change("inner_width", CustomJS(code=REFLOW_JS.replace("BIG_PX", str(BIG_PX)), args=dict(
         fig=fig, renderers=[r for r, _ in renderers], props=[list(p) for _, p in renderers],
-        narrow_px=narrow_px, wide_frame=asdict(wide), narrow_frame=asdict(narrow),
+        narrow_px=narrow_px, wide_frame=asdict(wide) if wide else None,
+        narrow_frame=asdict(narrow) if narrow else None,
         fonts=[list(f) for f in fonts])))

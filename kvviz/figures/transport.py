@@ -93,8 +93,8 @@ def notice_line(state: NodeState, at: str) -> LiveHTML:
                     sizing_mode="stretch_width", margin=(0, 10))
 
 
-SHORTCUTS = ('<div class="kv-shortcuts">Keys: <kbd>space</kbd> play or pause · <kbd>→</kbd> one step · '
-             '<kbd>←</kbd> step back · <kbd>r</kbd> reset (not while typing)</div>')
+SHORTCUTS = ('<details class="kv-more kv-shortcuts"><summary>Keys</summary><kbd>space</kbd> play or pause · '
+             '<kbd>→</kbd> one step · <kbd>←</kbd> step back · <kbd>r</kbd> reset (not while typing)</details>')
 
 
 class Transport(pn.viewable.Viewer):
@@ -131,9 +131,9 @@ class Transport(pn.viewable.Viewer):
         self.counter = LiveHTML(pn.bind(self._counter, s.param.version, s.param.playing), margin=(8, 10))
         self.notice = notice_line(s, "transport")
         self._layout = pn.Column(
-            pn.FlexBox(self.rewind, self.back, self.fwd, self.play, self.speed, self.counter, flex_wrap="wrap",
+            pn.FlexBox(self.rewind, self.back, self.fwd, self.play, self.speed, self.counter,
+                       pn.pane.HTML(SHORTCUTS, margin=(0, 10)), flex_wrap="wrap",
                        align_items="center", sizing_mode="stretch_width"),
-            pn.pane.HTML(SHORTCUTS, sizing_mode="stretch_width", margin=(0, 10)),
             self.notice, AccessibleNames(names={"kv-speed": "Play speed"}),
             sizing_mode="stretch_width", css_classes=["kv-transport"],
         )

@@ -31,7 +31,7 @@ def test_full_page_loads_with_the_default_figures_and_no_errors(page, lesson_url
     # Nodes far below are built only when the student gets near them (kvviz/web/lazy.py).
     expect(page.locator(".kv-node-explain .kv-slot-waiting")).to_have_count(1)
     expect(page.locator('.kv-metric[data-node="radix"]')).to_have_count(0)
-    page.locator('.kv-nav-row a[data-node="radix"]').click()
+    page.locator('.kv-nav-vertical a[data-node="radix"]').click()
     expect(metric(page, "BLOCKS STORED")).to_have_text("36 blk")
     expect(metric(page, "vs NO SHARING")).to_have_text("36 blk")
     expect(metric(page, "SAVED")).to_have_text("0%")
@@ -181,7 +181,7 @@ def test_block_tooltip_shows_hostile_text_as_text(page, lesson_url):
     texts = []
     for block in range(16, 22):  # the new request's own blocks sit just after the first row
         col, row = block % 16, block // 16
-        page.mouse.move(box["x"] + 4 + (box["width"] - 8) * (col + 0.5) / 16, box["y"] + 24 + 46 * (row + 0.5))
+        page.mouse.move(box["x"] + 4 + (box["width"] - 8) * (col + 0.5) / 16, box["y"] + 4 + 46 * (row + 0.5))  # (title in HTML)
         page.wait_for_timeout(200)
         if tip.count():
             texts.append(tip.first.inner_text())

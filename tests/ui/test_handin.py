@@ -185,7 +185,7 @@ def test_a_student_hands_in_from_node_01s_prediction_and_the_teacher_sees_the_pr
     row = student.locator(".kv-node-fragmentation .kv-handin-row")
     expect(row.get_by_label("Your name")).to_have_value(name)
     expect(row.locator(".kv-h-ok")).to_contain_text("You handed in at")
-    student.locator('.kv-nav-row a[data-node="explain"]').click()
+    student.locator('.kv-nav-vertical a[data-node="explain"]').click()
     box = student.locator(".kv-node-explain .kv-handin")
     expect(box.get_by_label("Your name")).to_have_value(name)
     box.get_by_role("button", name="Hand in to the teacher").click()

@@ -114,25 +114,88 @@ def test_the_hand_in_under_a_resolved_prediction_fits_a_phone(phone, lesson_url)
     assert phone.kv_errors == []
 
 
+# Every control a finger can hit, smaller than 44×44 px: buttons, text boxes, menus, links, the
+# <summary> toggles, the slider's handle, and a checkbox (by its label when it has one).
 TARGETS_JS = """() => {
   const small = [];
+  const seen = new Set();
+  const check = (el, box, what) => {
+    const r = box.getBoundingClientRect();
+    if (!r.width || !r.height || !el.checkVisibility({checkVisibilityCSS: true})) return;
+    if (r.height < 44 || r.width < 44) small.push(`${what} ${Math.round(r.width)}x${Math.round(r.height)} ${(el.textContent || el.value || el.getAttribute("aria-label") || "").trim().slice(0, 24)}`);
+  };
   const walk = (root) => {
-    for (const el of root.querySelectorAll("*")) {
-      if (el.matches(".bk-btn, .noUi-handle")) {
-        const r = el.getBoundingClientRect();
-        if (r.width && r.height && (r.height < 44 || (el.matches(".noUi-handle") && r.width < 44)))
-          small.push(`${el.className} ${Math.round(r.width)}x${Math.round(r.height)} ${el.textContent.trim().slice(0, 20)}`);
-      }
-      if (el.shadowRoot) walk(el.shadowRoot);
+    for (const el of root.querySelectorAll("button, .bk-btn, input, select, textarea, a[href], summary, .noUi-handle")) {
+      if (seen.has(el) || el.closest(".bk-btn") && el !== el.closest(".bk-btn")) continue;
+      seen.add(el);
+      if (el.matches("input[type=checkbox], input[type=radio]")) check(el, el.closest("label") || el, "checkbox");
+      else check(el, el, el.tagName.toLowerCase());
     }
+    for (const el of root.querySelectorAll("*")) if (el.shadowRoot) walk(el.shadowRoot);
   };
   walk(document);
   return small;
 }"""
 
 
-@pytest.mark.parametrize("node", ["fragmentation", "radix"])
-def test_buttons_and_the_slider_handle_are_44px_touch_targets(phone, lesson_url, node):
-    phone.goto(f"{lesson_url}?node={node}")
+@pytest.mark.parametrize("node", ["fragmentation", "paging", "radix", "explain", None])
+def test_every_control_is_a_44px_touch_target(phone, lesson_url, node):
+    phone.goto(f"{lesson_url}?node={node}" if node else lesson_url)
     settle(phone)
     assert phone.evaluate(TARGETS_JS) == []
+
+
+# What a figure draws past its room: a canvas title wider than its figure ("clipped"), a radix
+# tree label wider than its box, or two label lines taller than it ("spills"); measured with the
+# glyphs' own fonts.
+FIT_JS = """() => {
+  const ctx = document.createElement("canvas").getContext("2d");
+  const val = (v) => (v !== null && typeof v === "object" && "value" in v) ? v.value : v;
+  const width = (text, font) => { ctx.font = font; return ctx.measureText(text).width; };
+  const out = {spills: [], clipped: [], checked: 0};
+  for (const doc of Bokeh.documents) for (const m of doc.all_models) {
+    if (m.type !== "Figure" || !(m.inner_width > 0)) continue;
+    if (m.title && m.title.text) {
+      const t = m.title, w = width(t.text, `${val(t.text_font_style)} ${val(t.text_font_size)} ${val(t.text_font)}`);
+      out.checked++;
+      if (w > m.inner_width) out.clipped.push(`${t.text} ${Math.round(w)} > ${m.inner_width}`);
+    }
+    if (!(m.css_classes || []).includes("kv-tree")) continue;
+    const rect = m.renderers.find((r) => r.glyph.type === "Rect");
+    const boxPx = val(rect.glyph.width) * m.inner_width / Math.abs(m.x_range.end - m.x_range.start);
+    const boxHeightPx = val(rect.glyph.height) * m.inner_height / Math.abs(m.y_range.end - m.y_range.start);
+    const data = rect.data_source.data;
+    let lines = 0;
+    for (const r of m.renderers.filter((r) => r.glyph.type === "Text")) {
+      const g = r.glyph, field = g.text.field, size = val(g.text_font_size);
+      lines += parseFloat(size);
+      const font = `${val(g.text_font_style) || "normal"} ${size} ${val(g.text_font) || "helvetica"}`;
+      for (let i = 0; i < data.x.length; i++) {
+        if (Number.isNaN(data.x[i]) || !data[field][i]) continue;
+        out.checked++;
+        const w = width(data[field][i], font);
+        if (w > boxPx - 4) out.spills.push(`${data[field][i]} ${Math.round(w)} > ${Math.round(boxPx)}`);
+      }
+    }
+    if (lines * 1.15 > boxHeightPx) out.spills.push(`two lines of ${lines}px in a ${Math.round(boxHeightPx)} px box`);
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("query", ["?node=radix&sharing=1", "?node=radix&sharing=1&op=ask:Why%20is%20the%20sky%20blue",
+                                   "?sharing=1"])
+def test_radix_tree_labels_stay_in_their_boxes_and_no_figure_title_is_cut_off(phone, lesson_url, query):
+    phone.goto(lesson_url + query)
+    settle(phone)
+    if "node=" not in query:  # the full page: its margins leave the figures narrower still
+        phone.locator(".kv-node-radix").first.scroll_into_view_if_needed()
+        expect(phone.locator('.kv-metric[data-node="radix"][data-label="SAVED"] .kv-value')).to_have_text("50%")
+        phone.wait_for_timeout(800)
+    fit = phone.evaluate(FIT_JS)
+    assert fit["checked"] >= 9  # root, trunk and four branches: their labels and block lines
+    assert fit["spills"] == [] and fit["clipped"] == []
+    for title in phone.locator(".kv-figure-title").all():  # HTML titles wrap inside their figure
+        if title.is_visible():
+            assert title.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1")
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390

@@ -53,7 +53,7 @@ def test_explain_withholds_an_answer_until_given_and_downloads_every_prediction(
     page.get_by_role("button", name="Predict: admitted").click()
     page.get_by_role("button", name="Free R2").click()
     expect(note(page, "fragmentation")).to_contain_text("the engine: refused")
-    page.locator('.kv-nav-row a[data-node="explain"]').click()
+    page.locator('.kv-nav-vertical a[data-node="explain"]').click()
     facts = page.locator(".kv-facts")
     # R2 is freed, so node 01's gap now is the answer to the first self-check: withheld.
     expect(facts).to_contain_text("Node 01's longest free gap: (withheld")

@@ -11,8 +11,17 @@ _NEEDED = ceil_div(KV_TOKENS, BLOCK_SIZE)  # blocks each reply's KV fills: 4
 _MOST_THAT_FIT = FragmentationScenario.NUM_BLOCKS // len(PROMPTS)  # the longest slab three requests get: 10
 _PROMPT_BLOCKS = max(ceil_div(len(p.encode()), BLOCK_SIZE) for p in PROMPTS)  # the longest prompt's blocks: 3
 
+HEADING = "### 01 · Why the cache wastes memory"
 PROSE = """
-### 01 · Why the cache wastes memory
+A reply's cache grows one token at a time, to a length nobody knows at the start. The naive engine
+**reserves one contiguous slab** per request up front: its empty part is **internal
+fragmentation**, and a released slab leaves a hole that may be too short for the next one:
+**external fragmentation**.
+"""
+
+# The whole story, one click away (a <details>, keyboard-focusable): what the lead sentence condenses.
+MORE = """
+<details class="kv-more"><summary>Why? The four steps</summary>
 
 * A request's cache grows by one token per step, up to a length nobody knows at the start.
 * The naive engine plays safe: at admission it **reserves one contiguous slab** big enough for
@@ -22,18 +31,23 @@ PROSE = """
   Only a **released** request's slab becomes a hole (press **Free R2**). The free blocks add up,
   yet none of the holes may be long enough for the next slab: **external fragmentation**.
 * Together they leave most of the pool holding no token at all.
+
+</details>
 """
 
 TRY = (
-    f"Try it: each reply here needs {_NEEDED} blocks of KV. Drag **Reserved length** up from {_NEEDED}: "
-    "IN USE stays where it is (the same tokens) while RESERVED · EMPTY grows and SLABS FILLED falls, blocks "
-    f"locked for nothing; past {_MOST_THAT_FIT} the third slab no longer fits and R3 is refused. Drag it "
-    f"below {_NEEDED}: nothing is reserved empty any more, but the replies stop when their slab is full "
-    f"(CUT OFF); below {_PROMPT_BLOCKS} a prompt does not even fit its slab, and at 1 all three requests are "
-    f"refused. Then press **Free R2**: a request that needs a {LONG_REQUEST_BLOCKS}-block slab arrives."
+    f"Try it: each reply needs {_NEEDED} blocks. Drag **Reserved length** up: IN USE stays where it is while "
+    "RESERVED · EMPTY grows and SLABS FILLED falls. Then press **Free R2**."
+)
+TRY_MORE = (
+    '<details class="kv-more"><summary>More to try</summary>\n\n'
+    f"Past {_MOST_THAT_FIT} blocks the third slab no longer fits and R3 is refused. Below {_NEEDED}, nothing is "
+    "reserved empty any more, but the replies stop when their slab is full (CUT OFF); below "
+    f"{_PROMPT_BLOCKS} a prompt does not even fit its slab, and at 1 all three requests are refused. After "
+    f"**Free R2**, a request that needs a {LONG_REQUEST_BLOCKS}-block slab arrives.\n\n</details>"
 )
 
-PREDICT = ("Predict first: with {reserve}-block slabs, R2 is released and a request needing "
+PREDICT = ("Predict first: with {reserve}-block slabs, R2 is released, then a request needing "
            f"{LONG_REQUEST_BLOCKS} blocks in a row arrives. Will it get its slab?")
 WHY_REFUSED = ("after R2's release {free} blocks are free, but the longest run of them is {run}, short of "
                "the {need} in a row {name} needs.")

@@ -28,19 +28,22 @@ class FragmentationView(NodeView):
         reset = self._button("Reset", s.reset)
         self._layout = section(
             s.key,
-            badge(s.key, s.param.snapshot),
-            prose(text.PROSE),
+            # (on a phone, kvviz.css puts the heading and the strip first: one screen shows both)
+            prose(text.HEADING, css_classes=["kv-heading"]),
+            prose(text.PROSE, css_classes=["kv-lead"]),
             pn.FlexBox(slider, free, reset, align_items="center", sizing_mode="stretch_width"),
             off,
             self._notice(),
             AccessibleNames(names={"kv-reserve": text.RESERVE_LABEL}),
-            prose(text.TRY, css_classes=["kv-try"]),
-            self._prediction(),
             Headline(snapshot=s.param.snapshot),
             BlockStrip(snapshot=s.param.snapshot, title=text.STRIP_TITLE, per_row=s.scenario.NUM_BLOCKS, gaps=True,
                        reads=s.param.show_reads),
             legend(text.LEGEND),
             self._cards(text.CARDS),
+            prose(text.TRY + "\n\n" + text.TRY_MORE, css_classes=["kv-try"]),
+            self._prediction(),
             self._transport(),
+            prose(text.MORE),
+            badge(s.key, s.param.snapshot),
             RequestList(snapshot=s.param.snapshot, node=s.key, pool="contiguous", why=False),
         )

@@ -10,33 +10,50 @@ _SLAB = PagingScenario.RESERVE_BLOCKS
 PROSE = """
 ### 02 · PagedAttention: the cache in fixed pages
 
+Cut the cache into small fixed **pages** (one block of 16 tokens), handed out only when a request's last
+page is full, and give each request a **block table** (logical page → physical block), so its pages can lie
+anywhere. The waste is at most one part-filled page per request, and any free block fits any request.
+"""
+
+# The bullets the lead condenses, one click away (a <details>).
+MORE = """
+<details class="kv-more"><summary>Why? The three steps</summary>
+
 * Cut the cache into small fixed **pages** (here one block of 16 tokens). A request takes a new
   page only when its last one is full, so nothing is reserved ahead of time.
 * Each request keeps a **block table**: logical page 0, 1, 2 … → whichever physical block was
   free. Its pages can lie anywhere in the pool.
 * The waste is at most the unfilled tail of one page per request, and since any free block fits
   any request, the holes of the naive engine no longer strand memory.
+
+</details>
 """
 
 ANALOGY = """
-**The operating-system idea: virtual memory.** A program sees one tidy, contiguous address
+<details class="kv-more"><summary>The operating-system idea: virtual memory</summary>
+
+A program sees one tidy, contiguous address
 space; the OS page table quietly maps each of its pages to some physical frame, wherever one is
 free. A block table does the same for a request's tokens: contiguous to the model's attention,
 scattered in the pool. That is where vLLM's PagedAttention got its name.
+
+</details>
 """
 
 TRY = (
-    "Try it: press **Add request** and watch the request generate. Both pools get the same request: "
-    f"the contiguous one locks a whole {_SLAB}-block slab at once, the paged one takes a page only when a "
-    "page fills. Press it a few more times: once fewer than "
-    f"{_SLAB} blocks are free, the contiguous pool refuses (NAIVE REJECTS) while the paged pool keeps "
-    "admitting. Type your own prompt in the box to send that "
-    "instead. Both pools' requests are listed under the block tables."
+    "Try it: press **Add request** a few times. The contiguous pool locks a whole "
+    f"{_SLAB}-block slab at once and soon refuses (NAIVE REJECTS); the paged pool takes a page only when one "
+    "fills and keeps admitting."
+)
+TRY_MORE = (
+    '<details class="kv-more"><summary>More to try</summary>\n\n'
+    f"Watch a request generate: the contiguous pool refuses once fewer than {_SLAB} blocks are free. Type your "
+    "own prompt in the box to send that instead. Both pools' requests are listed under the block tables."
+    "\n\n</details>"
 )
 
 PREDICT = ("Predict first: the contiguous pool has {free} free blocks, and the next request locks a "
-           f"{_SLAB}-block slab there (the paged pool gives it just the pages it fills). Will the contiguous "
-           "pool admit it?")
+           f"{_SLAB}-block slab there. Will the contiguous pool admit it?")
 WHY_REFUSED = "in the contiguous pool, {reason}."
 PAGED_TOO = " The paged pool admitted it: it takes a page only as one fills."
 WHY_ADMITTED = "the contiguous pool still had room for its {slab}-block slab: it got blocks {first}–{last}, leaving {free} free."

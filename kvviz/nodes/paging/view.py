@@ -26,12 +26,10 @@ class PagingView(NodeView):
         chooser = pn.widgets.Select.from_param(s.param.request, label="Block table of", width=160)
         self._layout = section(
             s.key,
-            badge(s.key, s.param.paged),
             prose(text.PROSE),
-            prose(text.ANALOGY, css_classes=["kv-analogy"]),
             pn.FlexBox(box, add, reset, align_items="end", sizing_mode="stretch_width"),
             self._notice(),
-            prose(text.TRY, css_classes=["kv-try"]),
+            prose(text.TRY + "\n\n" + text.TRY_MORE, css_classes=["kv-try"]),
             self._prediction(),
             BlockStrip(snapshot=s.param.contiguous, title=text.CONTIGUOUS_TITLE, gaps=True, reads=s.param.show_reads),
             BlockStrip(snapshot=s.param.paged, title=text.PAGED_TITLE, reads=s.param.show_reads),
@@ -40,12 +38,14 @@ class PagingView(NodeView):
             LiveHTML(pn.bind(lambda snap: f'<p class="kv-tails">{fmt.page_tails(snap.metrics)}</p>', s.param.paged),
                      sizing_mode="stretch_width", margin=(0, 10)),
             self._transport(),
+            prose(text.MORE + text.ANALOGY),
             prose("#### The block table: the KV cache's own page table"),
             chooser,
             PageTable(snapshot=s.param.paged, request=s.param.request, pool="paged",
                       title="Paged: pages scattered wherever blocks were free"),
             PageTable(snapshot=s.param.contiguous, request=s.param.request, pool="contiguous",
                       title="Contiguous: one slab, reserved up front"),
+            badge(s.key, s.param.paged),
             RequestList(snapshot=s.param.paged, also=s.param.contiguous, node=s.key, pool="paged",
                         also_pool="contiguous"),
         )

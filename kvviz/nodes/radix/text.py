@@ -9,6 +9,15 @@ TITLE = "RadixAttention"
 PROSE = """
 ### 03 · RadixAttention: reuse a shared prefix
 
+Requests often begin with the same tokens (a system prompt, a few examples), and identical tokens at
+identical positions have identical keys and values. Keep cached prefixes in a **radix tree**: a new
+request **reuses** the blocks of the part that matches, and only its own suffix costs new blocks and prefill.
+"""
+
+# The bullets the lead condenses, one click away (a <details>).
+MORE = """
+<details class="kv-more"><summary>Why? The four steps</summary>
+
 * Requests often begin with the same tokens: a system prompt, a few examples, a shared history.
   Identical tokens at identical positions produce identical keys and values.
 * So keep the cached prefixes in a **radix tree** (a trie whose edges hold whole runs of tokens).
@@ -18,12 +27,19 @@ PROSE = """
   a partly filled block is never shared.
 * When the pool runs dry, cached prefixes that no running request uses are **evicted**, least
   recently used first.
+
+</details>
 """
 
 TRY = (
     "Try it: switch **Prefix sharing** on and the four copies of the system prompt collapse into one "
-    "shared trunk. Ask your own question; press **Release oldest** to leave a finished request's "
-    "blocks in the cache, then **Fill the pool** until the engine has to evict."
+    "shared trunk."
+)
+TRY_MORE = (
+    '<details class="kv-more"><summary>More to try</summary>\n\n'
+    "Ask your own question; press **Release oldest** to leave a finished request's "
+    "blocks in the cache, then **Fill the pool** until the engine has to evict (least recently used first)."
+    "\n\n</details>"
 )
 
 PREDICT = ("Predict first: the {live} live requests store {stored} blocks, each its own copy of the system "

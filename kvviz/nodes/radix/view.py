@@ -52,18 +52,17 @@ class RadixView(NodeView):
         s.param.watch(Redraw(lambda: setattr(events, "object", events_html(s.snapshot))), "snapshot")
         self._layout = section(
             s.key,
-            badge(s.key, s.param.snapshot),
             prose(text.PROSE),
             pn.FlexBox(sharing, self._button("Reset", s.reset), align_items="center",
                        sizing_mode="stretch_width"),
             names,
+            prose(text.TRY + "\n\n" + text.TRY_MORE, css_classes=["kv-try"]),
             self._prediction(),
             pn.FlexBox(box, self._button("Add request", s.add_request, color="primary"),
                        self._button("Release oldest", s.release_oldest),
                        self._button("Fill the pool", s.fill_pool, slow=True), align_items="end",
                        sizing_mode="stretch_width"),
             self._notice(),
-            prose(text.TRY, css_classes=["kv-try"]),
             BlockStrip(snapshot=s.param.snapshot, title=text.STRIP_TITLE, reads=s.param.show_reads),
             legend(text.LEGEND),
             self._cards(text.CARDS),
@@ -71,5 +70,7 @@ class RadixView(NodeView):
             RadixTreeFigure(snapshot=s.param.snapshot, sharing=s.param.sharing),
             self._cards(text.PREFILL_CARDS),
             events,
+            prose(text.MORE),
+            badge(s.key, s.param.snapshot),
             RequestList(snapshot=s.param.snapshot, node=s.key, pool="paged"),
         )

@@ -140,6 +140,32 @@ class VllmState(param.Parameterized):
         self._show(self.server)
         return True
 
+    # -- the recording, one snapshot at a time: the static export (kvviz/nodes/vllm/exported.py) --
+    static = False  # shown in a static page: no vLLM can replace the recording there
+    step_count = 0  # the recorded snapshot shown by show_recorded
+
+    def show_recorded(self, step: int | None = None) -> None:
+        """Show the recording whatever vLLM does, at its `step`-th snapshot (None: its last), with
+        the recorded requests and our engine serving them (computed first: it waits for them).
+        A snapshot before the last is shown as the live node shows it in a replay."""
+        if self.recording is None:
+            raise RuntimeError(f"no recording to show: {self.recording_error}")
+        last = len(self.recording.steps) - 1
+        self.static, self.step_count = True, last if step is None else max(0, min(step, last))
+        if self._mode != "recording" or not self._ours_shown:
+            self._side["recording"] = recorded_side(self.recording).result()
+            self._mode, self._ours_shown = "recording", True
+        with self.batch_updates():
+            self.param.update(server=None, live=self.recording.steps[self.step_count][1], notice="",
+                              replaying=self.step_count < last, **self._side["recording"])
+
+    def step_back(self) -> bool:
+        """The recorded snapshot before the one shown (False at the first)."""
+        if self.step_count == 0:
+            return False
+        self.show_recorded(self.step_count - 1)
+        return True
+
     # -- sending --------------------------------------------------------------------------------
     def send(self, question: str | None = None) -> bool:
         """Send one question (default: the prompt box) to vLLM, after the shared system prompt."""

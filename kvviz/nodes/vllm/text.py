@@ -82,6 +82,8 @@ def status_line(state, now: float | None = None) -> tuple[str, str]:
     if server is not None and server.status == "disconnected":
         return "disconnected", (f"vLLM at {server.endpoints.url} stopped answering {round(now - server.since)} s "
                                 f"ago; this node reconnects by itself when it is back. {shown}")
+    if played is not None and getattr(state, "static", False):  # (a static page: nothing to connect to)
+        return "recording", f"A recording, not live: {recording_words(played)}."
     if played is not None:
         return "recording", (f"A recording, not live: {recording_words(played)}. When a vLLM answers here, "
                              "this node shows it live instead.")
