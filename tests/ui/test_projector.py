@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from ui_waits import settled
 
 pytestmark = pytest.mark.ui
 
@@ -40,7 +41,7 @@ def projector(page):
 def test_controls_card_values_and_headlines_are_18px_or_more_on_a_projector(projector, lesson_url, node):
     projector.goto(f"{lesson_url}?node={node}")
     projector.locator(".kv-keyboard").wait_for(state="attached")
-    projector.wait_for_timeout(800)
+    settled(projector)
     sizes = projector.evaluate(SIZES_JS, list(READABLE))
     assert len(sizes) > 10
     assert [s for s in sizes if s[0] < 18] == []
@@ -58,5 +59,5 @@ def test_prefix_sharing_is_a_large_switch_that_says_its_state(projector, lesson_
     switch.click()
     expect(projector.locator('.kv-metric[data-label="SAVED"] .kv-value')).to_have_text("50%")
     assert projector.evaluate("(el) => getComputedStyle(el, '::after').content", label.element_handle()) == '": on"'
-    projector.wait_for_timeout(800)  # the radix tree, shown now, takes the projector's sizes too
+    settled(projector)  # the radix tree, shown now, takes the projector's sizes too
     assert set(projector.evaluate(TITLES_JS)) == {"20px"} and len(projector.evaluate(TITLES_JS)) == 2
