@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import classroom
+from benchmarks import classroom, common
 from benchmarks import classroom_protocol as bp
 from benchmarks.classroom_server import StartedServer, read_state
+from benchmarks.common import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy"))
@@ -159,7 +159,7 @@ def test_play_pace_counts_steps_while_playing():
             (10.0, 10, "playing", 3)]
     rate, seconds = classroom.steps_per_10s(seen)
     assert seconds == pytest.approx(2.0) and rate == pytest.approx(40.0)
-    assert classroom.percentile([4.0, 1.0, 3.0, 2.0], 50) == 2.5
+    assert common.percentile([4.0, 1.0, 3.0, 2.0], 50) == 2.5
 
 
 def test_helpers_for_addresses_backends_and_page_resources():
@@ -250,12 +250,6 @@ def _nginx() -> str | None:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     nginx = _nginx()
@@ -264,7 +258,7 @@ def server(tmp_path_factory):
     probe = subprocess.run([nginx, "-v"], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"nginx does not run here: {probe.stderr.strip()[:200]}")
-    port = _free_port()
+    port = free_port()
     with pytest.MonkeyPatch.context() as env:  # (the hand-ins' database: not in the checkout)
         env.setenv("KVVIZ_DB", str(tmp_path_factory.mktemp("class") / "class.db"))
         env.delenv("KVVIZ_TEACHER_KEY", raising=False)

@@ -13,7 +13,8 @@ import urllib.request
 import pytest
 from playwright.sync_api import expect
 
-from benchmarks.browser import ROOT, free_port
+from benchmarks.browser import ROOT
+from benchmarks.common import free_port
 from kvviz.lesson import STYLESHEET_URL
 from kvviz.web import stylesheet
 
