@@ -14,7 +14,8 @@ from ui_waits import settled
 
 from benchmarks.browser import Server
 
-pytestmark = [pytest.mark.ui, pytest.mark.slow]
+# (one worker under pytest-xdist: the session's one vLLM serves every test that needs it)
+pytestmark = [pytest.mark.ui, pytest.mark.slow, pytest.mark.xdist_group("vllm")]
 
 
 @pytest.fixture(scope="module")
