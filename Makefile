@@ -93,9 +93,13 @@ postgres:
 			&& { ! command -v systemctl >/dev/null 2>&1 || systemctl disable --now postgresql >/dev/null 2>&1 || true; }; \
 		else echo "The hand-in storage tests need Debian's PostgreSQL: sudo apt-get install -y postgresql" >&2; exit 1; fi; }
 
+# The tests run in TEST_WORKERS pytest-xdist processes (default 2: this project's 2-core machine),
+# each with its own served lesson, Chromium and databases on free ports; --dist loadgroup keeps
+# the tests of one xdist_group (those of the one vLLM server) in one worker.
+TEST_WORKERS ?= 2
 test: $(VENV)/.test-installed chromium postgres vllm-test-setup
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # make vllm: a real vLLM (its CPU build, in its own environment $(VLLM_VENV), about 3.4 GB, a few
 # minutes the first time) serving kvviz's own trained model on 127.0.0.1:$(VLLM_PORT), with prefix

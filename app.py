@@ -5,9 +5,10 @@
                               fragmentation, radix, explain
     /app?node=radix&sharing=1 any node state in the URL (see kvviz/urlstate.py and kvviz/nodes/<node>/url.py)
 
-Styles come from assets/kvviz.css, served as a file (`--static-dirs assets=./assets`, which every
-launcher here passes) and linked into every component's shadow root by URL: the browser fetches
-it once, where inlining it (`raw_css`) copied it into each of ~145 models of every page.
+Styles come from assets/kvviz.css, served as a file by Panel itself (its /components/ route, for the
+files that stylesheets.py lists: no --static-dirs needed) and linked into every component's shadow
+root by URL: the browser fetches it once, where inlining it (`raw_css`) copied it into each of
+~145 models of every page.
 """
 
 import contextlib
@@ -16,6 +17,7 @@ import panel as pn
 import torch
 from bokeh.settings import settings
 
+import stylesheets  # noqa: F401  (the class whose files Panel serves: the stylesheets)
 from kvviz.lesson import STYLESHEET_URL, Lesson, work_offline
 from kvviz.web import bokeh_defaults, memory, metrics
 

@@ -8,6 +8,7 @@ several server processes it still sees the whole class. See kvviz/handin/.
 
 import panel as pn
 
+import stylesheets  # noqa: F401  (the class whose files Panel serves: the stylesheets)
 from kvviz.handin.teacher_view import TeacherPage
 from kvviz.handin.view import CSS_URL
 

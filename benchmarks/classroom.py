@@ -71,6 +71,7 @@ from benchmarks.classroom_server import (
     ServerMeter,
     StartedServer,
 )
+from benchmarks.common import free_port, percentile
 
 DEFAULT_URL = "http://127.0.0.1:5006/app"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -94,16 +95,6 @@ RESET_EVERY_ADDS = 6  # node 02's pool fills: every sixth add is a Reset instead
 
 
 # -- statistics ---------------------------------------------------------------------------------------
-def percentile(values: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    xs = sorted(values)
-    if not xs:
-        return math.nan
-    k = (len(xs) - 1) * q / 100
-    lo, hi = math.floor(k), math.ceil(k)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
-
-
 def summary(values: list[float], digits: int = 3) -> dict:
     if not values:
         return {"n": 0, "p50": None, "p95": None, "max": None}
@@ -867,12 +858,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.cycle_concurrency < 1 or not 0 <= args.probes <= 8:
         p.error("--cycle-concurrency must be >= 1 and --probes between 0 and 8")
     return args
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main(argv: list[str] | None = None) -> dict:

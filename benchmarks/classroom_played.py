@@ -40,8 +40,9 @@ import urllib.parse
 import urllib.request
 from datetime import datetime
 
-from benchmarks.classroom import http_get, page_resources, percentile, source_address
+from benchmarks.classroom import http_get, page_resources, source_address
 from benchmarks.classroom_server import StartedServer
+from benchmarks.common import percentile
 
 QUESTIONS = ["What is a page?", "Why share a prefix?", "What is a block?", "When is a block freed?",
              "What does the cache hold?", "What is eviction?", "Why are pages small?", "What is a token?",

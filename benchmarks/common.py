@@ -1,4 +1,5 @@
-"""What the benchmarks share: one engine setup, one command line, tables and JSON.
+"""What the benchmarks share: one engine setup, one command line, tables and JSON, percentiles,
+a free port.
 
 Every benchmark measures configurations side by side in one process, on the CPU, with the
 `torch` attention backend, random weights and a fixed seed, so that two runs differ only in
@@ -9,13 +10,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
+import socket
 import string
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    from engine import EngineConfig
 
-from engine import EngineConfig
+# (torch and the engine are imported where used: the browser and classroom benchmarks, and the
+# tests that take a free port from here, need neither)
 
 SEED = 0
 NUM_THREADS = 1  # torch intra-op threads: one, so that timings hold on a shared 2-core machine
@@ -24,6 +30,8 @@ SIZES = ("full", "quick", "tiny")  # full: the reported numbers; quick: CI (< 60
 
 def engine_config(**overrides) -> EngineConfig:
     """The benchmarks' engine: CPU, torch backend, seeded random weights; `overrides` on top."""
+    from engine import EngineConfig
+
     return EngineConfig(backend="torch", device="cpu", weights="random", seed=SEED, **overrides)
 
 
@@ -56,7 +64,26 @@ def main(argv: list[str] | None, description: str, sizes: dict, run, heading, ta
 def set_threads(num_threads: int) -> None:
     if num_threads < 1:
         raise ValueError(f"--threads must be >= 1, got {num_threads}")
+    import torch
+
     torch.set_num_threads(num_threads)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100), linear between closest ranks (numpy's default)."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("no values")
+    k = (len(xs) - 1) * q / 100
+    lo, hi = math.floor(k), math.ceil(k)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the kernel's choice)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def random_text(rng: random.Random, num_tokens: int) -> bytes:

@@ -48,7 +48,6 @@ import concurrent.futures
 import contextlib
 import datetime
 import html
-import math
 import os
 import platform
 import re
@@ -62,7 +61,7 @@ import panel as pn
 from bokeh.document import Document
 
 from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, Server
-from benchmarks.common import NUM_THREADS, format_table, set_threads, write_json
+from benchmarks.common import NUM_THREADS, format_table, percentile, set_threads, write_json
 from kvviz.lesson import Lesson
 from kvviz.nodes import LIVE
 
@@ -354,16 +353,6 @@ def drive(url: str, plans: dict, warmup: int) -> tuple[dict[str, list[dict]], li
 
 
 # -- statistics and report -------------------------------------------------------------------
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0-100), linear between closest ranks (numpy's default)."""
-    xs = sorted(values)
-    if not xs:
-        raise ValueError("no values")
-    k = (len(xs) - 1) * q / 100
-    lo, hi = math.floor(k), math.ceil(k)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
-
-
 def summary(frames: list[float], doms: list[float], server: list[float]) -> dict:
     figures = {
         "p50_ms": percentile(frames, 50), "p95_ms": percentile(frames, 95), "max_ms": max(frames),

@@ -1,12 +1,14 @@
 """The class server's status page: /status (HTML, refreshes itself) and /status.json.
 
-For the teacher (or whoever runs the room): per backend whether it is up, its restarts, its CPU
-and memory (from /proc), and what it counts itself (kvviz/web/metrics.py, scraped from its
-127.0.0.1 metrics port): live sessions, pages built, nodes built late, the timeline memo's size
-and hit rate; and the machine's load. Counts only: nothing about any student.
+For the teacher (or whoever runs the room): per backend whether it is up, its restarts, and what
+it says of itself on its own /metrics (127.0.0.1, its metrics port; kvviz/web/metrics.py):
+live sessions, pages built, nodes built late, the timeline memo's size and hit rate, and its CPU
+and memory (prometheus_client's process collector: `process_cpu_seconds_total`,
+`process_resident_memory_bytes`); and the machine's load. Counts only: nothing about any student.
 
-Standard library only, like deploy/class_server.py, which runs it on a thread and has nginx
-proxy /status to it.
+deploy/class_server.py runs it on a thread and has nginx proxy /status to it. The metrics are
+read with prometheus_client's own parser (installed with the lesson: requirements.txt), imported
+when first needed so that class_server.py itself still imports with the standard library alone.
 """
 
 from __future__ import annotations
@@ -14,82 +16,79 @@ from __future__ import annotations
 import html
 import json
 import os
-import re
 import threading
 import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-METRIC_RE = re.compile(r'^(kvviz_[a-z_]+?)(?:_total)?(\{[^}]*\})?\s+([0-9.eE+-]+)$', re.M)
 SAMPLE_S = 2.0
+CPU = "process_cpu_seconds"  # (a counter: its sample is process_cpu_seconds_total)
+RSS = "process_resident_memory_bytes"
+STARTED = "process_start_time_seconds"  # (a restarted backend starts its CPU count again)
 
 
-def proc_cpu_seconds(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
+def parse(text: str) -> dict[str, float]:
+    """Prometheus text as {family: value}, each family's samples summed over their labels (a
+    counter's `_total`; the counters' creation times, `_created`, left out)."""
+    from prometheus_client.parser import text_string_to_metric_families
 
-
-def proc_rss_mb(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
-        return None
-    return None
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name.endswith("_created"):
+            continue
+        for sample in family.samples:
+            if sample.name in (family.name, f"{family.name}_total"):
+                out[family.name] = out.get(family.name, 0.0) + sample.value
+    return out
 
 
 def scrape(port: int) -> dict[str, float]:
-    """A backend's kvviz_* metrics, summed over labels (empty when it does not answer)."""
+    """A backend's metrics (parse), from its /metrics; empty when it does not answer."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1) as r:
             text = r.read().decode()
     except OSError:
         return {}
-    out: dict[str, float] = {}
-    for name, _labels, value in METRIC_RE.findall(text):
-        if name.endswith("_created"):
-            continue
-        out[name] = out.get(name, 0.0) + float(value)
-    return out
+    return parse(text)
+
+
+def is_up(backend) -> bool:
+    return backend.proc is not None and backend.proc.poll() is None
 
 
 class Status:
-    """Samples the backends every SAMPLE_S seconds (CPU needs two readings)."""
+    """Reads the backends' metrics every SAMPLE_S seconds: CPU % needs two readings."""
 
-    def __init__(self, backends):
+    def __init__(self, backends, clock=time.monotonic):
         self.backends = backends  # objects with .index, .port, .metrics_port, .proc, .restarts
-        self._last: dict[int, tuple[float, float]] = {}
+        self.clock = clock
+        self._last: dict[int, tuple[float, float, float]] = {}  # index: (started, when, CPU seconds)
         self._cpu: dict[int, float] = {}
 
     def sample(self) -> None:
-        now = time.monotonic()
+        now = self.clock()
         for b in self.backends:
-            pid = b.proc.pid if b.proc is not None and b.proc.poll() is None else None
-            cpu = proc_cpu_seconds(pid) if pid else None
-            if cpu is None:
+            m = scrape(b.metrics_port) if is_up(b) else {}
+            if CPU not in m:
                 self._cpu.pop(b.index, None)
+                self._last.pop(b.index, None)
                 continue
-            if pid in self._last:
-                t0, c0 = self._last[pid]
-                self._cpu[b.index] = 100 * (cpu - c0) / max(now - t0, 1e-6)
-            self._last[pid] = (now, cpu)
+            started = m.get(STARTED, 0.0)
+            if b.index in self._last and self._last[b.index][0] == started:
+                _, t0, c0 = self._last[b.index]
+                self._cpu[b.index] = 100 * (m[CPU] - c0) / max(now - t0, 1e-6)
+            self._last[b.index] = (started, now, m[CPU])
 
     def report(self) -> dict:
         rows = []
         for b in self.backends:
-            up = b.proc is not None and b.proc.poll() is None
+            up = is_up(b)
             m = scrape(b.metrics_port) if up else {}
             hits, misses = m.get("kvviz_memo_hits", 0.0), m.get("kvviz_memo_misses", 0.0)
             rows.append({
                 "backend": b.index, "port": b.port, "up": up, "restarts": b.restarts,
-                "cpu_percent": round(self._cpu.get(b.index, 0.0), 1) if up else None,
-                "rss_mb": round(proc_rss_mb(b.proc.pid) or 0, 1) if up else None,
+                "cpu_percent": round(self._cpu[b.index], 1) if up and b.index in self._cpu else None,
+                "rss_mb": round(m[RSS] / 2**20, 1) if RSS in m else None,
                 "sessions": int(m.get("kvviz_sessions", 0)), "pages_built": int(m.get("kvviz_pages_built", 0)),
                 "nodes_built": int(m.get("kvviz_nodes_built", 0)), "memo_states": int(m.get("kvviz_memo_states", 0)),
                 "memo_hit_rate": round(hits / (hits + misses), 3) if hits + misses else None,
@@ -99,13 +98,17 @@ class Status:
                 "cores": os.cpu_count(), "sessions": sum(r["sessions"] for r in rows), "backends": rows}
 
 
+def shown(value) -> str:
+    return "–" if value is None else str(value)
+
+
 def page(report: dict) -> str:
     e = html.escape
     head = ["backend", "up", "sessions", "CPU %", "memory MB", "pages built", "nodes built", "memo states",
             "memo hits", "restarts"]
     body = "".join(
         "<tr>" + "".join(f"<td>{e(str(v))}</td>" for v in (
-            r["backend"], "yes" if r["up"] else "DOWN", r["sessions"], r["cpu_percent"], r["rss_mb"],
+            r["backend"], "yes" if r["up"] else "DOWN", r["sessions"], shown(r["cpu_percent"]), shown(r["rss_mb"]),
             r["pages_built"], r["nodes_built"], r["memo_states"],
             "–" if r["memo_hit_rate"] is None else f"{100 * r['memo_hit_rate']:.0f}%", r["restarts"])) + "</tr>"
         for r in report["backends"])

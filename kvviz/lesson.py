@@ -5,7 +5,6 @@ Every node comes from the registry (kvviz/nodes/__init__.py).
 
 from __future__ import annotations
 
-import hashlib
 import html
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import panel as pn
 from kvviz import page_text, urlstate
 from kvviz.handin.session import HandInSession
 from kvviz.nodes import BY_KEY, LIVE, NODES
+from kvviz.web import stylesheet
 from kvviz.web.connection import ConnectionNotice
 from kvviz.web.keyboard import Keyboard
 from kvviz.web.lazy import LazySlot
@@ -21,9 +21,9 @@ from kvviz.web.live_html import LiveHTML
 from kvviz.web.nav import Nav, items_html
 
 CSS_PATH = Path(__file__).resolve().parent.parent / "assets" / "kvviz.css"
-# The stylesheet's URL, relative to the page (/app), served by `--static-dirs assets=./assets`;
-# its version query changes with its content, so a browser never keeps an old copy.
-STYLESHEET_URL = f"assets/kvviz.css?v={hashlib.sha256(CSS_PATH.read_bytes()).hexdigest()[:12]}"
+# The stylesheet's URL, relative to the page (/app), served by Panel's own /components/ route
+# (kvviz/web/stylesheet.py); its version query changes with its content.
+STYLESHEET_URL = stylesheet.url("assets/kvviz.css")
 LIVE_NODES = tuple(n.key for n in LIVE)
 NAV_HTML = items_html([(n.key, n.number, n.title) for n in NODES])
 SYSTEM_FONTS = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"

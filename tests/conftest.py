@@ -145,6 +145,14 @@ def static_site(tmp_path_factory):
     return out
 
 
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist (make test: two workers), every test of the session's one exported site
+    runs in one worker, which exports it once (not once per worker)."""
+    for item in items:
+        if "static_site" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("static_site"))
+
+
 @pytest.fixture(autouse=True)
 def fresh_memo():
     """Each test starts with an empty process-wide timeline memo (kvviz/timeline.py), so a test

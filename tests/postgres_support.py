@@ -14,7 +14,6 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -22,6 +21,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+
+from benchmarks.common import free_port
 
 SUPERUSER = "kvviz_test"
 HOSTS = ("127.0.0.1", "127.0.0.2")
@@ -34,12 +35,6 @@ def bindir() -> Path | None:
         return Path(found[-1]).parent
     initdb = shutil.which("initdb")
     return Path(initdb).parent if initdb else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Cluster:

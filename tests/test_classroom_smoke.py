@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import classroom
+from benchmarks import classroom, common
 from benchmarks import classroom_protocol as bp
 from benchmarks.classroom_server import StartedServer, read_state
+from benchmarks.common import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy"))
@@ -159,7 +159,7 @@ def test_play_pace_counts_steps_while_playing():
             (10.0, 10, "playing", 3)]
     rate, seconds = classroom.steps_per_10s(seen)
     assert seconds == pytest.approx(2.0) and rate == pytest.approx(40.0)
-    assert classroom.percentile([4.0, 1.0, 3.0, 2.0], 50) == 2.5
+    assert common.percentile([4.0, 1.0, 3.0, 2.0], 50) == 2.5
 
 
 def test_helpers_for_addresses_backends_and_page_resources():
@@ -209,28 +209,56 @@ def test_the_status_page_reports_each_backend_in_numbers_only(monkeypatch):
     import class_status
 
     class Proc:
-        pid = os.getpid()
-
         def poll(self):
             return None
 
     class FakeBackend:
         index, port, metrics_port, restarts, proc = 0, 5100, 1, 2, Proc()
 
+    cpu_seconds, now = [10.0], [100.0]
     monkeypatch.setattr(class_status, "scrape", lambda port: {
         "kvviz_sessions": 3.0, "kvviz_pages_built": 7.0, "kvviz_nodes_built": 4.0, "kvviz_memo_states": 90.0,
-        "kvviz_memo_hits": 30.0, "kvviz_memo_misses": 10.0})
-    status = class_status.Status([FakeBackend()])
+        "kvviz_memo_hits": 30.0, "kvviz_memo_misses": 10.0, "process_cpu_seconds": cpu_seconds[0],
+        "process_resident_memory_bytes": 300 * 2**20, "process_start_time_seconds": 1.7e9})
+    status = class_status.Status([FakeBackend()], clock=lambda: now[0])
+    status.sample()
+    assert status.report()["backends"][0]["cpu_percent"] is None  # (one reading: no rate yet)
+    cpu_seconds[0], now[0] = 10.5, 102.0
     status.sample()
     report = status.report()
     (row,) = report["backends"]
     assert report["sessions"] == 3 and row["up"] and row["restarts"] == 2 and row["pages_built"] == 7
-    assert row["memo_hit_rate"] == 0.75 and row["rss_mb"] > 0
+    assert row["memo_hit_rate"] == 0.75 and row["rss_mb"] == 300.0 and row["cpu_percent"] == 25.0
     page = class_status.page(report)
-    assert "<b>3</b> students connected" in page and "75%" in page
-    text = "kvviz_pages_built_total 7.0\nkvviz_pages_built_created 1.7e9\nkvviz_nodes_built_total{node=\"radix\"} 2.0\n"
-    assert {m[0] for m in class_status.METRIC_RE.findall(text)} == {"kvviz_pages_built", "kvviz_pages_built_created",
-                                                                     "kvviz_nodes_built"}
+    assert "<b>3</b> students connected" in page and "75%" in page and "25.0" in page
+
+
+def test_the_status_page_reads_prometheus_text_with_its_parser():
+    import class_status
+    from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+    registry = CollectorRegistry()
+    Counter("kvviz_pages_built", "Pages", registry=registry).inc(7)
+    nodes = Counter("kvviz_nodes_built", "Nodes", ["node"], registry=registry)
+    nodes.labels("radix").inc(2)
+    nodes.labels("paging").inc(3)
+    Gauge("process_resident_memory_bytes", "RSS", registry=registry).set(100 * 2**20)
+    # (counters summed over their labels; their creation times, `_created`, left out)
+    assert class_status.parse(generate_latest(registry).decode()) == {
+        "kvviz_pages_built": 7.0, "kvviz_nodes_built": 5.0, "process_resident_memory_bytes": 100 * 2**20}
+
+
+def test_a_backends_own_metrics_hold_its_cpu_and_memory():
+    """What the status page reads from a backend: prometheus_client's process collector, beside
+    the lesson's counts (kvviz/web/metrics.py), from the same registry."""
+    import class_status
+    from prometheus_client import REGISTRY, generate_latest
+
+    from kvviz.web import metrics  # noqa: F401  (the lesson's metrics, registered)
+
+    m = class_status.parse(generate_latest(REGISTRY).decode())
+    assert m["process_cpu_seconds"] > 0 and m["process_resident_memory_bytes"] > 10 * 2**20
+    assert m["process_start_time_seconds"] > 0 and "kvviz_sessions" in m
 
 
 # -- a running class server ---------------------------------------------------------------------
@@ -250,12 +278,6 @@ def _nginx() -> str | None:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     nginx = _nginx()
@@ -264,7 +286,7 @@ def server(tmp_path_factory):
     probe = subprocess.run([nginx, "-v"], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"nginx does not run here: {probe.stderr.strip()[:200]}")
-    port = _free_port()
+    port = free_port()
     with pytest.MonkeyPatch.context() as env:  # (the hand-ins' database: not in the checkout)
         env.setenv("KVVIZ_DB", str(tmp_path_factory.mktemp("class") / "class.db"))
         env.delenv("KVVIZ_TEACHER_KEY", raising=False)
@@ -327,6 +349,8 @@ def test_the_status_page_counts_the_sessions_of_every_backend(server):
         report = json.loads(r.read())
     assert [b["port"] for b in report["backends"]] == [b["port"] for b in state["backends"]]
     assert all(b["up"] for b in report["backends"]) and sum(b["pages_built"] for b in report["backends"]) >= 3
+    # each backend's CPU and memory, from its own /metrics (prometheus_client's process collector)
+    assert all(b["rss_mb"] > 50 and b["cpu_percent"] is not None and b["cpu_percent"] >= 0 for b in report["backends"])
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=30) as r:
         assert "students connected" in r.read().decode()
 

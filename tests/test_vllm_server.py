@@ -20,7 +20,8 @@ from kvviz.nodes.vllm.server import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
 from kvviz.nodes.vllm.state import VllmState
 from kvviz.nodes.vllm.view import cards_html, trunk_html, vllm_rows
 
-pytestmark = pytest.mark.slow
+# (one worker under pytest-xdist: the session's one vLLM serves every test that needs it)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
 
 PROMPTS = ["The KV cache", "Free memory is broken into", "A page table maps", "def f(x):\n    return"]
 

@@ -14,7 +14,6 @@ own hand-in, by its id.
 
 from __future__ import annotations
 
-import hashlib
 import html
 from pathlib import Path
 
@@ -25,13 +24,15 @@ from panel.custom import JSComponent
 from kvviz.handin.model import MAX_NAME, HandIn, RateLimit
 from kvviz.handin.session import HandInSession, confirmation
 from kvviz.handin.storage import Store
+from kvviz.web import stylesheet
 from kvviz.web.js_source import js_source
 from kvviz.web.live_html import LiveHTML
 
 __all__ = ["HandInView", "StudentId", "confirmation", "status_html"]
 CSS_PATH = Path(__file__).resolve().parents[2] / "assets" / "handin.css"
-# Relative to /app or /teacher; served by `--static-dirs assets=./assets` (and nginx in `make class`).
-CSS_URL = f"assets/handin.css?v={hashlib.sha256(CSS_PATH.read_bytes()).hexdigest()[:12]}"
+# Relative to /app or /teacher; served by Panel's /components/ route (kvviz/web/stylesheet.py; and
+# by nginx in `make class`).
+CSS_URL = stylesheet.url("assets/handin.css")
 
 _ESM = js_source(__file__, "student_id.js")
 

@@ -16,8 +16,14 @@ import os
 import secrets
 
 import pytest
+from playwright.sync_api import expect
 
 from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, Server
+
+# How long an `expect` waits for its condition before failing (Playwright's default: 5 s). An
+# upper bound, not a wait: it passes as soon as the condition holds. A page's answers can take
+# longer than 5 s where the machine's cores are shared (two test workers, other work).
+expect.set_options(timeout=30_000)
 
 
 def pytest_collection_modifyitems(items):

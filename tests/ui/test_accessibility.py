@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
+from ui_waits import settled
 
 from kvviz.nodes import KEYS
 
@@ -40,7 +41,7 @@ def serious(page) -> list[str]:
 def build_every_node(page) -> None:
     for key in KEYS:  # scrolled through: each node is built as it comes near (kvviz/web/lazy.py)
         page.locator(f".kv-node-{key}").first.scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
+        expect(page.locator(f".kv-node-{key} .kv-slot-waiting")).to_have_count(0, timeout=60_000)
     expect(page.locator(".kv-slot-waiting")).to_have_count(0, timeout=60_000)
     for key in KEYS:
         expect(page.locator(f".kv-node.kv-node-{key}").first).to_be_attached()
@@ -70,7 +71,7 @@ def test_full_page_with_every_node_built_has_no_serious_violation(page, lesson_u
 def test_each_node_page_has_no_serious_violation(page, lesson_url, node):
     page.goto(f"{lesson_url}?node={node}")
     expect(page.locator(f".kv-node-{node}").first).to_be_attached()
-    page.wait_for_timeout(1500)  # (its figures drawn)
+    settled(page)  # (its figures drawn)
     assert serious(page) == []
 
 
@@ -93,7 +94,7 @@ def test_teacher_page_locked_and_unlocked_has_no_serious_violation(page, served)
     box.fill(served.teacher_key)
     page.get_by_role("button", name="Open the class").click()
     expect(box).to_be_hidden(timeout=15_000)
-    page.wait_for_timeout(1500)
+    settled(page)
     assert serious(page) == []
 
 
@@ -101,7 +102,7 @@ def test_teacher_page_locked_and_unlocked_has_no_serious_violation(page, served)
 def test_every_control_shows_a_focus_ring(page, lesson_url, node):
     page.goto(f"{lesson_url}?node={node}")
     expect(page.locator(f".kv-node-{node}").first).to_be_attached()
-    page.wait_for_timeout(1500)
+    settled(page)
     reached, bare = focus_rings(page)
     assert reached >= 4, reached  # (the keyboard reached the node's controls)
     assert bare == []

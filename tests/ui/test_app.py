@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
+from ui_waits import settled
 
 pytestmark = pytest.mark.ui
 
@@ -37,17 +38,15 @@ def test_full_page_loads_with_the_default_figures_and_no_errors(page, lesson_url
     expect(metric(page, "SAVED")).to_have_text("0%")
     expect(metric(page, "NAIVE REJECTS")).to_have_text("0")  # (node 02 was passed on the way)
     expect(metric(page, "CONTIGUOUS")).to_have_text(re.compile(r"^\d+% full$"))
-    # The navigation settles on its target although the nodes passed on the way grew.
-    page.wait_for_timeout(3500)
-    top = page.locator(".kv-node-radix").first.evaluate("el => el.getBoundingClientRect().top")
-    assert abs(top) < 80, top
-    page.wait_for_timeout(500)
+    # The navigation settles on its target although the nodes passed on the way grew: the page
+    # holds still (every node above it drawn) with the target at the top.
+    settled(page, "() => Math.abs(document.querySelector('.kv-node-radix').getBoundingClientRect().top) < 80")
     assert "Traceback" not in page.content()
     assert page.kv_errors == []
     if shot := os.environ.get("KVVIZ_SCREENSHOT"):  # e.g. the README's picture
         page.evaluate("window.scrollTo(0, 0)")
         page.set_viewport_size({"width": 1400, "height": 2000})
-        page.wait_for_timeout(800)
+        settled(page)
         page.screenshot(path=shot)
 
 
@@ -165,8 +164,25 @@ def test_hostile_prompt_shows_literally_and_runs_nothing(page, lesson_url):
     box.press("Enter")
     expect(page.locator('.kv-requests[data-pool="paged"] .kv-text').last).to_contain_text("<img src=x onerror=alert(1)>")
     expect(page.locator(".kv-requests img")).to_have_count(0)
-    page.wait_for_timeout(500)
+    settled(page)  # (every figure drawn with the new request's blocks, and their text)
     assert dialogs == []
+
+
+# Collects the text of every tooltip shown from now on into window.__kvTips (tooltips live in
+# figures' shadow roots: one observer per root, present and to come).
+TOOLTIP_TEXTS_JS = """() => {
+  window.__kvTips = [];
+  const seen = new WeakSet();
+  const record = (root) => { for (const t of root.querySelectorAll(".bk-tooltip-content")) window.__kvTips.push(t.textContent); };
+  const watch = (root) => {
+    if (seen.has(root)) return;
+    seen.add(root);
+    new MutationObserver(() => { record(root); scan(root); }).observe(root, {subtree: true, childList: true, characterData: true});
+    scan(root);
+  };
+  const scan = (root) => { for (const el of root.querySelectorAll("*")) if (el.shadowRoot) watch(el.shadowRoot); };
+  watch(document);
+}"""
 
 
 def test_block_tooltip_shows_hostile_text_as_text(page, lesson_url):
@@ -177,15 +193,13 @@ def test_block_tooltip_shows_hostile_text_as_text(page, lesson_url):
     strip = page.locator(".bk-Figure").first
     strip.scroll_into_view_if_needed()
     box = strip.bounding_box()
-    tip = page.locator(".bk-tooltip-content")
-    texts = []
+    # Every text a tooltip shows while the mouse passes over the blocks (Bokeh fills it on mousemove).
+    page.evaluate(TOOLTIP_TEXTS_JS)
     for block in range(16, 22):  # the new request's own blocks sit just after the first row
         col, row = block % 16, block // 16
         page.mouse.move(box["x"] + 4 + (box["width"] - 8) * (col + 0.5) / 16, box["y"] + 4 + 46 * (row + 0.5))  # (title in HTML)
-        page.wait_for_timeout(200)
-        if tip.count():
-            texts.append(tip.first.inner_text())
-    assert any("<img src=x on" in t for t in texts)  # (a block holds 16 bytes of it)
+    # (a block holds 16 bytes of it)
+    page.wait_for_function("() => window.__kvTips.some((t) => t.includes('<img src=x on'))")
     assert page.locator(".bk-tooltip img").count() == 0
     assert dialogs == []
 
@@ -210,9 +224,12 @@ def test_keyboard_steps_back_and_forward_but_not_while_typing(page, lesson_url):
     box = page.get_by_role("textbox").first
     box.fill("")
     box.type("r ")
-    page.wait_for_timeout(500)
-    assert box.input_value() == "r "
-    expect(step).to_contain_text(f"step {n} · idle")
+    expect(box).to_have_value("r ")
+    # Had "r" reset or " " played, the server would have done so before it answers this later
+    # key (one websocket, in order): the step it shows proves both keys were passed over.
+    box.blur()
+    page.keyboard.press("ArrowLeft")
+    expect(step).to_contain_text(f"step {n - 1} · paused")
 
 
 def test_actions_are_written_to_the_url(page, lesson_url):
@@ -225,8 +242,7 @@ def test_download_holds_the_answer_and_the_live_state(page, lesson_url):
     page.goto(f"{lesson_url}?node=explain")
     area = page.locator("textarea")
     area.fill("Paging borrows virtual memory.")
-    area.blur()
-    page.wait_for_timeout(300)
+    area.blur()  # (its value goes to the server before the click below does: one websocket, in order)
     with page.expect_download() as download:
         page.get_by_text("Download my answer").click()
     text = Path(download.value.path()).read_text(encoding="utf-8")
@@ -248,11 +264,14 @@ def test_toggling_prefix_sharing_redraws_the_tree_without_page_errors(page, less
             assert tree.bounding_box()["height"] > 200  # the four branches, drawn
         else:
             expect(tree).to_be_hidden()
-        page.wait_for_timeout(300)  # let Bokeh finish redrawing the tree
+        settled(page)  # Bokeh has finished redrawing the tree
     assert page.kv_errors == []
 
 
 def test_arrow_key_on_the_slider_moves_it_and_runs_no_shortcut(page, lesson_url):
+    from kvviz import formatting as fmt
+    from kvviz.nodes.fragmentation.state import FragmentationState
+
     page.goto(f"{lesson_url}?node=fragmentation")
     page.locator(".kv-keyboard").wait_for(state="attached")
     expect(page.locator(".kv-step")).to_contain_text("idle")
@@ -260,8 +279,11 @@ def test_arrow_key_on_the_slider_moves_it_and_runs_no_shortcut(page, lesson_url)
     handle.focus()
     handle.press("ArrowLeft")
     expect(page).to_have_url(re.compile(r"reserve=7"))
-    page.wait_for_timeout(500)
-    expect(page.locator(".kv-step")).to_contain_text("idle")  # no Step back: the pool settled at 7
+    # The server's answer to the slider (the pool rebuilt at 7) comes after its answer to any
+    # shortcut the key would have sent first: then, no Step back: the pool settled at 7.
+    m = FragmentationState(reserve=7).snapshot.metrics
+    expect(metric(page, "RESERVED · EMPTY")).to_have_text(fmt.reserved_empty(m))
+    expect(page.locator(".kv-step")).to_contain_text(f"step {FragmentationState(reserve=7).step_count} · idle")
 
 
 def test_space_on_a_focused_button_clicks_it_and_does_not_play(page, lesson_url):
@@ -269,8 +291,8 @@ def test_space_on_a_focused_button_clicks_it_and_does_not_play(page, lesson_url)
     page.locator(".kv-keyboard").wait_for(state="attached")
     page.get_by_role("button", name="Free R2").focus()
     page.keyboard.press(" ")
+    # (the click's answer: a Play sent by the key, first, would have been answered before it)
     expect(metric(page, "LARGEST GAP")).to_have_text("8 / 16 free")
-    page.wait_for_timeout(500)
     expect(page.locator(".kv-step")).to_contain_text("idle")
     expect(page.get_by_role("button", name="▶ Play")).to_be_visible()
 
@@ -338,5 +360,5 @@ def test_phone_width_page_does_not_scroll_sideways(page, lesson_url, node):
     page.set_viewport_size({"width": 390, "height": 800})
     page.goto(f"{lesson_url}?node={node}")
     page.locator(".kv-keyboard").wait_for(state="attached")
-    page.wait_for_timeout(500)  # let the layout settle
+    settled(page)  # let the layout settle
     assert page.evaluate("document.documentElement.scrollWidth") <= 390

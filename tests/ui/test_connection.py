@@ -8,7 +8,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from benchmarks.browser import Server, free_port
+from benchmarks.browser import Server
+from benchmarks.common import free_port
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 

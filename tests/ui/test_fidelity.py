@@ -9,6 +9,7 @@ import re
 
 import pytest
 from playwright.sync_api import expect
+from ui_waits import settled
 
 pytestmark = pytest.mark.ui
 
@@ -44,7 +45,7 @@ def test_after_free_r2_the_two_holes_are_drawn_apart_and_the_refusal_is_the_head
     expect(headline).to_contain_text("R4 refused:")
     expect(headline).to_contain_text("external fragmentation")
     assert float(headline.evaluate("el => getComputedStyle(el).fontSize").removesuffix("px")) >= 20
-    page.wait_for_timeout(500)
+    settled(page)  # (the strip redrawn with the freed blocks)
     gaps = page.evaluate(GAPS_JS)
     # One row of 32 blocks: two boxes, one per hole, with R3's slab (blocks 16-23) between them.
     assert sorted(gaps["wide"]) == [[12, 0.5, 7.96, "8 free"], [28, 0.5, 7.96, "8 free"]]
@@ -85,7 +86,7 @@ def test_after_eight_adds_both_pools_and_their_cards_fit_one_laptop_screen(page,
     page.set_viewport_size({"width": 1366, "height": 768})
     page.goto(f"{lesson_url}?node=paging&" + "&".join(["add=Memory%20is"] * 8))
     expect(metric(page, "NAIVE REJECTS")).not_to_have_text("0")
-    page.wait_for_timeout(800)
+    settled(page)
     contiguous, cards = page.locator(".bk-Figure").first, page.locator(".kv-cards").first  # (its first figure)
     top = contiguous.bounding_box()["y"]
     assert cards.bounding_box()["y"] + cards.bounding_box()["height"] - top <= 768
@@ -95,11 +96,20 @@ def test_after_eight_adds_both_pools_and_their_cards_fit_one_laptop_screen(page,
     expect(why).to_contain_text(re.compile(r"^\d+ requests refused by the contiguous pool"))
 
 
+# The transport's buttons (Bokeh models) that carry a description, which Bokeh shows as a tooltip.
+DESCRIBED_JS = """() => [...Bokeh.documents].flatMap((d) => [...d.all_models])
+  .filter((m) => m.type === "Button" && ["⟲ Rewind", "◀ Step back", "Step ▶", "▶ Play"].includes(m.label)
+    && (m.description != null || m.tooltip != null)).map((m) => m.label)"""
+
+
 def test_quiet_feedback_no_tooltips_on_the_transport_and_each_node_its_own_legend(page, lesson_url):
     page.goto(f"{lesson_url}?node=fragmentation")
+    # No tooltips (they covered the neighbouring buttons): no transport button has a description,
+    # and none shows while hovered, once the hover has reached it.
+    assert page.evaluate(DESCRIBED_JS) == []
     page.get_by_role("button", name="Step ▶").hover()
-    page.wait_for_timeout(600)
-    expect(page.locator(".bk-tooltip")).to_have_count(0)  # (they covered the neighbouring buttons)
+    page.wait_for_function("(el) => el.matches(':hover')", arg=page.get_by_role("button", name="Step ▶").element_handle())
+    expect(page.locator(".bk-tooltip")).to_have_count(0)
     page.get_by_role("button", name="Step ▶").click()
     notice = page.locator(".kv-notice")
     expect(notice).to_contain_text("Nothing left to run")
@@ -114,7 +124,7 @@ def test_release_oldest_with_nothing_left_says_why_and_leaves_are_in_their_reque
     expect(page.locator(".kv-notice")).to_contain_text("every request is released already")
     page.goto(f"{lesson_url}?node=radix&sharing=1")
     expect(metric(page, "SAVED")).to_have_text("50%")
-    page.wait_for_timeout(500)
+    settled(page)
     (nodes,) = page.evaluate("""() => [...Bokeh.documents].flatMap((d) => [...d.all_models])
       .filter((m) => m.type === "ColumnDataSource" && "sub" in m.data)
       .map((m) => [...m.data.x].map((x, i) => [x, m.data.fill[i]]).filter((n) => n[0] !== null && !Number.isNaN(n[0])))""")
@@ -128,11 +138,12 @@ def test_stepping_lights_the_blocks_the_kernel_read_shared_ones_by_every_reader(
     expect(metric(page, "SAVED")).to_have_text("50%")
     assert page.evaluate(READS_JS) == [[]]  # not stepping: nothing lit
     page.get_by_role("button", name="⟲ Rewind").click()
-    for _ in range(3):  # prefill (no cache read by the decode kernel), then two decode steps
+    expect(page.locator(".kv-step")).to_contain_text("step 0 ")
+    for n in range(1, 4):  # prefill (no cache read by the decode kernel), then two decode steps
         page.get_by_role("button", name="Step ▶").click()
-        page.wait_for_timeout(400)
+        expect(page.locator(".kv-step")).to_contain_text(f"step {n} ")
     expect(page.locator(".kv-reads")).to_contain_text("the attention kernel read")
-    page.wait_for_timeout(400)
+    settled(page)  # (the strip redrawn with the lit blocks)
     (lit,) = page.evaluate(READS_JS)
     shared = [c for c in lit if c[2] == "×4"]
     assert len(shared) == 6  # the system prompt's blocks, held once ...
@@ -147,8 +158,8 @@ def test_back_and_continue_links_follow_the_lessons_order(page, lesson_url):
     page.goto(lesson_url)
     page.locator('.kv-node-fragmentation .kv-steps a.kv-continue').click()  # the full page: scroll to it
     expect(metric(page, "NAIVE REJECTS")).to_have_text("0")
-    page.wait_for_timeout(2500)
-    assert abs(page.locator(".kv-node-paging").first.evaluate("el => el.getBoundingClientRect().top")) < 80
+    # the page holds still, node 02 drawn, with node 02 at the top
+    settled(page, "() => Math.abs(document.querySelector('.kv-node-paging').getBoundingClientRect().top) < 80")
     page.locator(".kv-summary").scroll_into_view_if_needed()
     expect(page.locator(".kv-summary")).to_contain_text("the three ideas")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from ui_waits import settled
 
 pytestmark = pytest.mark.ui
 
@@ -63,7 +64,7 @@ def phone(browser):
 
 def settle(page):
     page.locator(".kv-keyboard").wait_for(state="attached")
-    page.wait_for_timeout(800)  # (the figures reflow once their width is known)
+    settled(page)  # (the figures reflow once their width is known)
 
 
 @pytest.mark.parametrize("node", ["fragmentation", "paging", "radix", "explain"])
@@ -83,7 +84,7 @@ def test_the_full_page_on_a_phone_has_the_viewport_tag_and_no_sideways_scroll(ph
     assert phone.evaluate("window.innerWidth") == 390
     phone.locator(".kv-node-radix").first.scroll_into_view_if_needed()
     expect(phone.locator('.kv-metric[data-node="radix"][data-label="SAVED"] .kv-value')).to_have_text("0%")
-    phone.wait_for_timeout(800)
+    settled(phone)
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390
     assert phone.evaluate(SMALL_TEXT_JS, [14, list(OURS)]) == []
 
@@ -106,7 +107,7 @@ def test_the_hand_in_under_a_resolved_prediction_fits_a_phone(phone, lesson_url)
     phone.get_by_role("button", name="Free R2").click()
     row = phone.locator(".kv-predict .kv-handin-row")
     expect(row.get_by_role("button", name="Hand in to the teacher")).to_be_visible()
-    phone.wait_for_timeout(500)
+    settled(phone)
     box = row.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390

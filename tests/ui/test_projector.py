@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from ui_waits import settled
 
 pytestmark = pytest.mark.ui
 
@@ -58,7 +59,7 @@ def projector(page):
 def test_controls_card_values_and_headlines_are_18px_or_more_on_a_projector(projector, lesson_url, node):
     projector.goto(f"{lesson_url}?node={node}")
     projector.locator(".kv-keyboard").wait_for(state="attached")
-    projector.wait_for_timeout(800)
+    settled(projector)
     sizes = projector.evaluate(SIZES_JS, list(READABLE))
     assert len(sizes) > 10
     assert [s for s in sizes if s[0] < 18] == []
@@ -78,7 +79,7 @@ def test_prefix_sharing_is_a_large_switch_that_says_its_state(projector, lesson_
     switch.click()
     expect(projector.locator('.kv-metric[data-label="SAVED"] .kv-value')).to_have_text("50%")
     assert projector.evaluate("(el) => getComputedStyle(el, '::after').content", label.element_handle()) == '": on"'
-    projector.wait_for_timeout(800)  # the radix tree, shown now, takes the projector's sizes too
+    settled(projector)  # the radix tree, shown now, takes the projector's sizes too
     drawn = figure_texts(projector)
     assert len(drawn) >= 3 and [t for t in drawn if float(t[0].removesuffix("px")) < 18] == []
     title = projector.get_by_text("Radix tree of cached prefixes")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
+from ui_waits import settled
 
 pytestmark = [pytest.mark.ui, pytest.mark.skipif(not os.environ.get("KVVIZ_SCREENSHOTS"),
                                                  reason="set KVVIZ_SCREENSHOTS to a folder to take the README's pictures")]
@@ -31,7 +32,7 @@ def test_desktop(page, lesson_url):
     page.get_by_role("button", name="Predict: refused").click()
     page.get_by_role("button", name="Free R2").click()
     expect(page.locator(".kv-headline")).to_contain_text("R4 refused")
-    page.wait_for_timeout(1200)
+    settled(page)
     page.screenshot(path=out("screenshot.png"))
     assert page.kv_errors == []
 
@@ -43,7 +44,7 @@ def test_phone(browser, lesson_url):
     page.goto(f"{lesson_url}?node=fragmentation&free_r2=1")
     expect(page.locator(".kv-headline")).to_contain_text("R4 refused")
     page.locator(".kv-headline").evaluate("el => el.scrollIntoView({block: 'start'})")
-    page.wait_for_timeout(1200)
+    settled(page)
     page.screenshot(path=out("screenshot-phone.png"))
     context.close()
 
@@ -53,11 +54,12 @@ def test_projector(page, lesson_url):
     page.goto(f"{lesson_url}?node=radix&sharing=1")
     expect(page.locator('.kv-metric[data-label="SAVED"] .kv-value')).to_have_text("50%")
     page.get_by_role("button", name="⟲ Rewind").click()
-    for _ in range(4):
+    expect(page.locator(".kv-step")).to_contain_text("step 0 ")
+    for n in range(1, 5):
         page.get_by_role("button", name="Step ▶").click()
-        page.wait_for_timeout(300)
+        expect(page.locator(".kv-step")).to_contain_text(f"step {n} ")
     expect(page.locator(".kv-reads")).to_contain_text("read by up to 4 requests")
     page.locator(".kv-sharing").first.evaluate("el => el.scrollIntoView({block: 'start'})")
-    page.wait_for_timeout(1200)
+    settled(page)
     page.screenshot(path=out("screenshot-projector.png"))
     assert page.kv_errors == []

@@ -10,10 +10,12 @@ import re
 import pytest
 import vllm_support
 from playwright.sync_api import expect
+from ui_waits import settled
 
 from benchmarks.browser import Server
 
-pytestmark = [pytest.mark.ui, pytest.mark.slow]
+# (one worker under pytest-xdist: the session's one vLLM serves every test that needs it)
+pytestmark = [pytest.mark.ui, pytest.mark.slow, pytest.mark.xdist_group("vllm")]
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +57,7 @@ def test_node_04_fits_a_phone(page, vllm_lesson):
     page.set_viewport_size({"width": 390, "height": 800})
     page.goto(f"{url}?node=vllm")
     expect(page.locator(".kv-vllm-status")).to_have_attribute("data-state", "connected", timeout=30_000)
-    page.wait_for_timeout(500)
+    settled(page)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
 
 
