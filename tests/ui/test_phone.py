@@ -192,7 +192,7 @@ def test_radix_tree_labels_stay_in_their_boxes_and_no_figure_title_is_cut_off(ph
     if "node=" not in query:  # the full page: its margins leave the figures narrower still
         phone.locator(".kv-node-radix").first.scroll_into_view_if_needed()
         expect(phone.locator('.kv-metric[data-node="radix"][data-label="SAVED"] .kv-value')).to_have_text("50%")
-        phone.wait_for_timeout(800)
+        settled(phone)
     fit = phone.evaluate(FIT_JS)
     assert fit["checked"] >= 9  # root, trunk and four branches: their labels and block lines
     assert fit["spills"] == [] and fit["clipped"] == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from ui_waits import settled
 
 pytestmark = pytest.mark.ui
 
@@ -87,7 +88,7 @@ def build_every_node(page, lesson_url: str) -> None:
     for key in ("paging", "radix"):
         page.locator(f'.kv-nav-vertical a[data-node="{key}"]').click()
         page.locator(f'.kv-metric[data-node="{key}"]').first.wait_for()
-    page.wait_for_timeout(800)  # (the figures reflow once their width is known)
+    settled(page)  # (the figures reflow once their width is known)
 
 
 def test_each_node_shows_at_most_one_and_a_quarter_times_the_reference_lessons_words(page, lesson_url):
@@ -128,7 +129,7 @@ def test_at_1366_by_768_the_first_screen_shows_node_01s_strip_and_its_first_cont
     page.set_viewport_size({"width": 1366, "height": 768})
     page.goto(lesson_url)
     page.locator(".kv-keyboard").wait_for(state="attached")
-    page.wait_for_timeout(800)
+    settled(page)
     assert page.evaluate("window.scrollY") == 0
     strip = page.locator(".kv-node-fragmentation .kv-strip-box").first
     slider = page.get_by_role("slider", name="Reserved length")
@@ -144,7 +145,7 @@ def test_on_a_phone_the_first_screen_shows_the_title_a_sentence_and_the_strip(br
     try:
         page.goto(lesson_url)
         page.locator(".kv-keyboard").wait_for(state="attached")
-        page.wait_for_timeout(800)
+        settled(page)
         title = page.locator("#header").get_by_text("Managing the KV cache")
         sentence = page.locator(".kv-intro p").first
         strip = page.locator(".kv-node-fragmentation .kv-strip-box").first
