@@ -95,3 +95,20 @@ def test_a_bad_link_value_is_a_notice_not_a_failure(service):
     status, answer = ask(service, "node=radix&sharing=maybe&op=%3Cscript%3E")
     assert status == 200 and answer["ok"] and answer["notices"]
     assert "sharing" not in answer["link"] and "script" not in answer["link"]
+
+
+def test_an_action_after_a_state_the_page_holds_records_only_the_steps_from_there(service):
+    """`from`: the page keeps its own states before the action; the server's branch from that
+    step on is the same, state for state, as the whole branch's end."""
+    q = "node=radix&sharing=1&op=ask%3AWhat+is+a+cache%3F"
+    _s, whole = ask(service, q)
+    start = 21  # (node 03 with sharing settles at step 21: the recorded branch's end)
+    _s, part = ask(service, q + f"&from={start}")
+    assert part["from"] == start and part["steps"] == [s for s in whole["steps"] if s >= start]
+
+    def decoded(answer, row):
+        return [json.dumps(answer["values"][vi], sort_keys=True) for vi in row]
+
+    tail = whole["rows"][len(whole["rows"]) - len(part["rows"]):]
+    assert [decoded(part, r) for r in part["rows"]] == [decoded(whole, r) for r in tail]
+    assert ask(service, q + "&from=x1")[0] == 400

@@ -1,7 +1,7 @@
 """What no recording holds, computed on request and played by the page like a recording.
 
     GET /lesson-live?node=radix&sharing=1&op=ask:What%20is%20a%20page%3F[&act=<label>&value=<v>]
-                    [&extra=<place>.<property>]...
+                    [&from=<step>][&extra=<place>.<property>]...
 
 A played page (kvviz/export/player.js) sends a node's link here when a student does something
 no recording holds: types a prompt or a question, presses Release oldest or Fill the pool, opens
@@ -11,7 +11,9 @@ to the node's own widget (`act`, by its label: as a click in the live lesson wou
 its end and records that one branch, from its settled end back to its start, with the same
 figures and the same code as the recording (kvviz/export/record.py). The answer is the branch:
 one more set of states for the page's player, which then plays it with Step, Play and Rewind
-like any other, with nothing more sent.
+like any other, with nothing more sent. An action taken at the end of a state the page holds
+(a typed question, a button) leaves the steps before it as they were: `from` says where the
+page's own states end, and only the steps from there on are recorded.
 
 A model is named by its place in the node's `model_order` (the same in the page and here), and
 the properties read are the page's recorded ones (`frames.json` beside the pages) plus any
@@ -138,14 +140,16 @@ class Frames:
             self.state.settle()
 
     def branch(self, query: str, act: str | None = None, value: str | None = None,
-               extra: list[tuple[int, str]] = ()) -> dict:
+               extra: list[tuple[int, str]] = (), start: int = 0) -> dict:
         """The branch the link `query` (plus `act` with `value`) leads to: every state from its
-        settled end back to its start, as rows of value indices over the page's properties
-        then `props` (the others read), with the live lesson's link for its end. (One at a
-        time per process: the caller holds the lock.)"""
-        return self._branch(query, act, value, list(extra))
+        settled end back to engine step `start` (the page holds those before: the action came
+        after them), as rows of value indices over the page's properties then `props` (the
+        others read), with the live lesson's link for its end. (One at a time per process: the
+        caller holds the lock.)"""
+        return self._branch(query, act, value, list(extra), start)
 
-    def _branch(self, query: str, act: str | None, value: str | None, extra: list[tuple[int, str]]) -> dict:
+    def _branch(self, query: str, act: str | None, value: str | None, extra: list[tuple[int, str]],
+                start: int) -> dict:
         parsed = urlstate.parse(_multi(query))
         notices = list(parsed.notices)
         url = BY_KEY[self.key].url
@@ -190,12 +194,12 @@ class Frames:
 
         link = urlencode(url.query(state)) if url is not None else ""
         visit()
-        while state.step_back():
+        while state.step_count > start and state.step_back():
             visit()
         rows.reverse()
         steps.reverse()
         n = len(wanted)
-        return {"node": self.key, "n": n,
+        return {"node": self.key, "n": n, "from": min(start, steps[0]),
                 "props": [[self.place[mid], attr] for mid, attr in order[n:]],
                 "values": values, "rows": [[row[p] for p in order] for row in rows], "steps": steps,
                 "link": link, "notices": notices}
@@ -244,10 +248,10 @@ class Service:
     def answer(self, query: str) -> tuple[int, bytes]:
         """(HTTP status, gzipped JSON) for a request's query string."""
         try:
-            key, link, act, value, extra = self.parse(query)
+            key, link, act, value, extra, start = self.parse(query)
         except FrameError as e:
             return 400, gz({"ok": False, "message": str(e)})
-        cache_key = (key, link, act, value, tuple(extra))
+        cache_key = (key, link, act, value, tuple(extra), start)
         with self.lock:
             if cache_key in self.kept:
                 self.kept.move_to_end(cache_key)
@@ -256,7 +260,7 @@ class Service:
             # (the current document: one with no session, so that every figure redraws at once and
             # no session's document, nor its stylesheets, is taken for this one)
             with self.engine, set_curdoc(_NO_SESSION):
-                body = gz({"ok": True, **self._frames(key).branch(link, act, value, extra)})
+                body = gz({"ok": True, **self._frames(key).branch(link, act, value, extra, start)})
         except FrameError as e:
             return 400, gz({"ok": False, "message": str(e)})
         with self.lock:
@@ -265,7 +269,7 @@ class Service:
                 self.kept.popitem(last=False)
         return 200, body
 
-    def parse(self, query: str) -> tuple[str, str, str | None, str | None, list[tuple[int, str]]]:
+    def parse(self, query: str) -> tuple[str, str, str | None, str | None, list[tuple[int, str]], int]:
         if len(query) > MAX_QUERY:
             raise FrameError("That link is too long to run.")
         pairs = parse_qsl(query, keep_blank_values=True)
@@ -285,7 +289,10 @@ class Service:
                 if m is None or len(extra) >= MAX_EXTRA:
                     raise FrameError("That request names a property it should not.")
                 extra.append((int(m.group(1)), m.group(2)))
-        return key, link, act or None, value, extra
+        start = one.get("from", "0")
+        if not re.fullmatch(r"\d{1,5}", start):
+            raise FrameError("That request names a step it should not.")
+        return key, link, act or None, value, extra, int(start)
 
 
 def gz(data: dict) -> bytes:

@@ -276,7 +276,8 @@
       const t = this.meta.typed;
       if (!t || typeof text !== "string" || !text.trim() || this.echoes.has(text)) return;
       this.typedAt = performance.now();
-      this.live({ extra: `${t.param}=${encodeURIComponent(t.prefix + text.trim().slice(0, 200))}`, drop: t.drop || [] });
+      this.live({ extra: `${t.param}=${encodeURIComponent(t.prefix + text.trim().slice(0, 200))}`, drop: t.drop || [],
+                  after: true });
     }
 
     // A control that needs the engine (Release oldest, Fill the pool, a select): the server does it.
@@ -284,7 +285,7 @@
       if (!what || typeof what.label !== "string") return;
       // (leaving the box for its Add request button commits the prompt typed: that request adds it)
       if (what.label === "Add request" && this.typedAt && performance.now() - this.typedAt < 800) return;
-      this.live({ act: what.label, value: what.value });
+      this.live({ act: what.label, value: what.value, after: what.value === undefined });
     }
 
     // The properties this page holds beyond the recorded ones (from earlier live branches): the
@@ -298,8 +299,10 @@
 
     // What no recording holds, run by the server's engine from this node's link (`base`, default:
     // the state shown; less `drop`, plus `extra`, then the action `act` with `value`): its answer
-    // is one more branch, shown at its end. Says why when it can't; the recording keeps playing.
-    async live({ base, extra, drop, act, value, at } = {}) {
+    // is one more branch, shown at its end. `after`: the action comes after the end of the branch
+    // shown, whose states before it the new branch shares (the server records only the rest).
+    // Says why when it can't; the recording keeps playing.
+    async live({ base, extra, drop, act, value, at, after } = {}) {
       this.play(false);
       const pane = this.ids.live ? this.doc.get_model_by_id(this.ids.live) : null;
       const say = (html) => { if (pane) { pane.text = escapeHtml(html); pane.visible = true; } };
@@ -315,6 +318,9 @@
       if (act) q.set("act", act);
       if (act && value !== undefined && value !== null) q.set("value", String(value));
       for (const x of this.extras()) q.append("extra", x);
+      const shared = after && base === undefined && this.branch
+        ? { rows: this.rec.branches[this.branch], steps: this.rec.steps[this.branch] } : null;
+      if (shared) q.set("from", String(shared.steps[shared.steps.length - 1]));
       const ticket = (this.asked += 1);
       say(`<p class="kv-live-note" role="status">Running this on the server's engine…</p>`);
       let data = null;
@@ -335,7 +341,7 @@
         return;
       }
       if (ticket !== this.asked) return; // (a later request took its place)
-      this.go(this.addBranch(data), at);
+      this.go(this.addBranch(data, shared), at);
       say(`<p class="kv-live-note" role="status"><b>● Live:</b> computed just now by this server's engine, from
            the state you were at. Step back, Play and Rewind replay it here.</p>`);
     }
@@ -343,7 +349,7 @@
     // A branch from the server (kvviz/export/live.py) added to this node's recording: its values
     // appended, its properties beyond the recorded ones added to every state (each held, in every
     // state recorded so far, the value it has on the page now). Returns its key.
-    addBranch(data) {
+    addBranch(data, shared) {
       const rec = this.rec;
       if (this.recorded === undefined) this.recorded = rec.props.length;
       const base = rec.values.length;
@@ -369,15 +375,26 @@
         column.push(i);
       }
       const width = rec.props.length;
+      const shown = this.shown ? this.shown : new Array(width).fill(0);
       const rows = data.rows.map((r) => {
-        const row = this.shown ? this.shown.slice() : new Array(width).fill(0); // (what the answer leaves out: as shown)
+        const row = shown.slice(); // (what the answer leaves out: as shown)
         r.forEach((vi, j) => { row[column[j]] = base + vi; });
         return row;
       });
+      // the states before the action: the page's own (the branch it came from), as they were
+      const before = [];
+      const steps = [];
+      if (shared && data.from > 0) {
+        shared.rows.forEach((row, i) => {
+          if (shared.steps[i] >= data.from) return;
+          before.push(row.length < width ? row.concat(shown.slice(row.length)) : row);
+          steps.push(shared.steps[i]);
+        });
+      }
       this.lives += 1;
       const key = `live${this.lives}`;
-      rec.branches[key] = rows;
-      rec.steps[key] = data.steps;
+      rec.branches[key] = before.concat(rows);
+      rec.steps[key] = steps.concat(data.steps);
       rec.links[key] = data.link;
       const old = `live${this.lives - KEEP_LIVE}`;
       if (rec.branches[old] && this.branch !== old) {

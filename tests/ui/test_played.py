@@ -104,6 +104,12 @@ def test_network_cut_scripted_actions_still_work_and_a_question_says_why_not(pag
     before = len(traffic["requests"])
     page.get_by_role("button", name="◀ Step back").last.click()
     expect(page).to_have_url(re.compile(r"at_radix=\d+"))
+    # ... and back to its start: the steps before the question are the page's own, as they were
+    page.get_by_role("button", name="⟲ Rewind").last.click()
+    expect(page.locator('.kv-step[data-node="radix"]')).to_contain_text("step 0")
+    expect(metric(page, "BLOCKS STORED")).to_have_text("0 blk")
+    page.get_by_role("button", name="Step ▶").last.click()
+    expect(page.locator('.kv-step[data-node="radix"]')).to_contain_text("step 1")
     assert len(traffic["requests"]) == before
 
 
