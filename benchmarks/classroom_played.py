@@ -15,8 +15,10 @@ It starts `make class`'s server (deploy/class_server.py: nginx in front of BACKE
    page = all of it received; a 503 (busy) counts as a busy page;
 3. live: TYPERS of them, meanwhile, ask their own question, which no recording holds: the page
    sends the node's link with it to the server (`/lesson-live?node=radix&sharing=1&op=ask:...`,
-   as the player does), whose engine runs it and answers with the branch to play: the time to
-   the whole answer (each question different: none is answered from the server's kept answers);
+   as the player does, with `from`: the page keeps the steps before the question), whose engine
+   runs it and answers with the branch to play: the time to the whole answer (each question
+   different: none is answered from the server's kept answers); the server is first let ready
+   its engine for these (a few seconds after the recording is there, as before a class);
 4. in Chromium (PROBES pages, acting for real, during the arrival): each scripted action (Free
    R2, Reset, the slider, Step, Step back, Prefix sharing) from the click to the changed number
    on screen; every websocket the page opens; Play's pace (steps per second against the
@@ -41,7 +43,7 @@ import urllib.request
 from datetime import datetime
 
 from benchmarks.classroom import http_get, page_resources, source_address
-from benchmarks.classroom_server import StartedServer
+from benchmarks.classroom_server import StartedServer, read_state
 from benchmarks.common import percentile
 
 QUESTIONS = ["What is a page?", "Why share a prefix?", "What is a block?", "When is a block freed?",
@@ -80,8 +82,9 @@ async def first_visit(host: str, port: int, source: str) -> dict:
             "failed": sum(1 for s, _n in got if s != 200), "bytes": int(headers["wire_bytes"]) + sum(n for _s, n in got)}
 
 
-async def live_question(host: str, port: int, k: int, source: str) -> dict:
-    q = urllib.parse.urlencode([("node", "radix"), ("sharing", "1"), ("op", f"ask:{QUESTIONS[k % len(QUESTIONS)]}")])
+async def live_question(host: str, port: int, k: int, source: str, after: int) -> dict:
+    q = urllib.parse.urlencode([("node", "radix"), ("sharing", "1"), ("op", f"ask:{QUESTIONS[k % len(QUESTIONS)]}"),
+                                ("from", str(after))])
     t0 = time.perf_counter()
     try:
         status, _headers, body = await http_get(host, port, f"/lesson-live?{q}", source)
@@ -93,7 +96,8 @@ async def live_question(host: str, port: int, k: int, source: str) -> dict:
     return {"ready_s": time.perf_counter() - t0, "states": len(answer["rows"])}
 
 
-async def crowd(host: str, port: int, students: int, arrive_s: float, typers: int) -> tuple[list, list]:
+async def crowd(host: str, port: int, students: int, arrive_s: float, typers: int,
+                after: int) -> tuple[list, list]:
     rng = random.Random(7)
     arrivals = sorted(rng.uniform(0, arrive_s) for _ in range(students))
     typing = {i: k for k, i in enumerate(rng.sample(range(students), min(typers, students)))}
@@ -105,7 +109,7 @@ async def crowd(host: str, port: int, students: int, arrive_s: float, typers: in
         live = None
         if i in typing:
             await asyncio.sleep(rng.uniform(1, 5))  # (reads, then types)
-            live = await live_question(host, port, typing[i], source_address(i))
+            live = await live_question(host, port, typing[i], source_address(i), after)
         return visit, live
 
     results = await asyncio.gather(*(one(i, at) for i, at in enumerate(arrivals)))
@@ -234,11 +238,25 @@ def main(argv: list[str] | None = None) -> int:
                         break
                 time.sleep(0.5)
             result["recordings_ready_s"] = round(time.perf_counter() - t_start, 1)
+            # Each backend readies its engine for what no recording holds once the recording is
+            # there (a few seconds): a teacher starts the server before the class comes in.
+            for b in (read_state(a.port) or {}).get("backends", []):
+                deadline = time.monotonic() + 300
+                while time.monotonic() < deadline:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{b['port']}/lesson-status", timeout=30) as r:
+                        if json.loads(r.read()).get("warm"):
+                            break
+                    time.sleep(0.5)
+            result["backends_warm_s"] = round(time.perf_counter() - t_start, 1)
+            # Where node 03's recorded branch (sharing on) ends: a question is asked after it, so
+            # the page sends that step (`from`) and keeps the steps before as they were.
+            with urllib.request.urlopen(base + "/lesson-live?node=radix&sharing=1", timeout=120) as r:
+                after = json.loads(r.read())["steps"][-1]
             probes = [{} for _ in range(a.probes)]
             threads = [threading.Thread(target=chromium_probe, args=(base, out)) for out in probes]
             for t in threads:
                 t.start()
-            visits, lives = asyncio.run(crowd("127.0.0.1", a.port, a.students, a.arrive_s, a.typers))
+            visits, lives = asyncio.run(crowd("127.0.0.1", a.port, a.students, a.arrive_s, a.typers, after))
             for t in threads:
                 t.join()
     finally:

@@ -245,6 +245,10 @@ class Service:
                 with set_curdoc(_NO_SESSION):
                     self._frames(k)
 
+    def warmed(self) -> bool:
+        """Whether every node's frames are built."""
+        return all(k in self.frames for k in self.props if k in self.recipes)
+
     def answer(self, query: str) -> tuple[int, bytes]:
         """(HTTP status, gzipped JSON) for a request's query string."""
         try:

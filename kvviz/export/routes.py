@@ -79,7 +79,10 @@ class LessonStatus(RequestHandler):
     def get(self) -> None:
         self.set_header("Content-Type", "application/json")
         self.set_header("Cache-Control", "no-store")
-        self.write(json.dumps({"ready": cache.ready(k=KEY) is not None, "key": KEY}))
+        folder = cache.ready(k=KEY)
+        # warm: this process's engine is ready for what no recording holds (its frames built)
+        warm = folder is not None and str(folder) in _SERVICES and _SERVICES[str(folder)].warmed()
+        self.write(json.dumps({"ready": folder is not None, "key": KEY, "warm": warm}))
 
 
 class LessonLive(RequestHandler):
