@@ -7,6 +7,8 @@ into the tree rows and cards the live watcher gave."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import vllm_support
 
@@ -68,7 +70,15 @@ def test_three_requests_sharing_a_prefix_rebuild_one_trunk_with_our_hashes(srv, 
 
 
 def test_metrics_are_parsed_from_the_live_server(srv, watcher):
+    # The same request twice: the second finds its blocks cached (this test does not
+    # count on what others sent: under pytest-xdist the session's vLLM may be fresh here).
+    for q in [LESSON_QUESTIONS[3]] * 2:
+        client.complete(srv.url, MODEL_NAME, prompt_for(q), 8)
+    deadline = time.monotonic() + 60
     m = client.fetch_metrics(srv.url)
+    while not m.prefix_hits and time.monotonic() < deadline:  # (vLLM publishes its counters as it logs)
+        time.sleep(0.5)
+        m = client.fetch_metrics(srv.url)
     assert (m.num_blocks, m.block_size, m.hash_algo) == (NUM_BLOCKS, BLOCK_SIZE, "sha256")
     assert m.prefix_hits > 0 and m.prefix_queries > m.prefix_hits
     assert client.served_model(srv.url) == MODEL_NAME
