@@ -48,7 +48,7 @@ from panel.io.state import set_curdoc
 
 from kvviz import urlstate
 from kvviz.export.recipes import Recipe, fresh
-from kvviz.export.record import encode, initial_values
+from kvviz.export.record import Values, encode, initial_values
 from kvviz.export.site import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
 from kvviz.lesson import Lesson
 from kvviz.nodes import BY_KEY
@@ -164,15 +164,8 @@ class Frames:
         wanted = [(self.models[i].id, a) for i, a in self.props]
         others = [p for p in ((self.models[i].id, a) for i, a in extra if i < len(self.models)) if p in self.now]
         rows: list[dict] = []
-        values: list = []
-        index: dict[str, int] = {}
-
-        def intern(v) -> int:
-            text = json.dumps(v, sort_keys=True, separators=(",", ":"))
-            if text not in index:
-                index[text] = len(values)
-                values.append(v)
-            return index[text]
+        stored = Values()
+        intern = stored.intern
 
         known = set(wanted) | set(others)
         order = wanted + [p for p in others if p not in set(wanted)]
@@ -201,7 +194,7 @@ class Frames:
         n = len(wanted)
         return {"node": self.key, "n": n, "from": min(start, steps[0]),
                 "props": [[self.place[mid], attr] for mid, attr in order[n:]],
-                "values": values, "rows": [[row[p] for p in order] for row in rows], "steps": steps,
+                "values": stored.values, "rows": [[row[p] for p in order] for row in rows], "steps": steps,
                 "link": link, "notices": notices}
 
 

@@ -15,8 +15,8 @@
   const nodes = {};
   const ORDER = []; // node names in page order (registered in it; their recordings inflate in any order)
   const CONTROLLERS = {}; // node -> its recipe's controller
-  // the live lesson's address; a cheap URL that says it answers; where a hand-in is sent
-  const config = { live: null, probe: null, handin: null, frames: null };
+  // where a hand-in is sent; where the server's engine answers what no recording holds
+  const config = { handin: null, frames: null };
   const KEEP_LIVE = 4; // branches computed live kept per node (Step back and Play replay them)
 
   async function inflate(b64) {

@@ -47,6 +47,21 @@ class Recording:
                 "links": self.links}
 
 
+class Values:
+    """Each distinct value once (`values`), by its JSON text: `intern(value)` is its index."""
+
+    def __init__(self) -> None:
+        self.values: list = []
+        self._index: dict[str, int] = {}
+
+    def intern(self, value) -> int:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        if text not in self._index:
+            self._index[text] = len(self.values)
+            self.values.append(value)
+        return self._index[text]
+
+
 def encode(value):
     """A property value as JSON the player can decode: arrays as {"nd": kind, "v": [...]} with
     NaN as null, floats that are not finite as {"f": "nan"|"inf"|"-inf"}."""
@@ -113,16 +128,9 @@ def record(doc: Document, state, branches: dict[str, Setup], reset: Callable[[],
 
     current: dict[tuple[str, str], int] = {}  # prop -> value index now
     order: list[tuple[str, str]] = []  # props in the order first changed
-    values: list = []
-    index: dict[str, int] = {}
+    stored = Values()
+    intern = stored.intern
     visited: list[tuple[str, int, dict]] = []
-
-    def intern(value) -> int:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"))
-        if text not in index:
-            index[text] = len(values)
-            values.append(value)
-        return index[text]
 
     def visit(key: str, step: int) -> None:
         for prop in sorted(touched):
@@ -145,7 +153,7 @@ def record(doc: Document, state, branches: dict[str, Setup], reset: Callable[[],
     finally:
         doc.remove_on_change(collect)
     first = {prop: intern(initial[prop]) for prop in order}
-    rec = Recording(props=[list(p) for p in order], values=values, links=links)
+    rec = Recording(props=[list(p) for p in order], values=stored.values, links=links)
     for key in branches:
         mine = [(step, now) for k, step, now in visited if k == key][::-1]  # start to end
         rec.branches[key] = [[now.get(prop, first[prop]) for prop in order] for _, now in mine]

@@ -65,7 +65,6 @@ def provenance() -> dict[str, str]:
 
 # Where a page served beside the live lesson (kvviz/export/routes.py: /lesson/...) finds it.
 SERVED_LIVE = "../app"
-SERVED_PROBE = "../lesson-status"  # (answers at once when the server does)
 SERVED_HANDIN = "../lesson-handin"  # (kvviz/handin/endpoint.py)
 SERVED_FRAMES = "../lesson-live"  # (kvviz/export/live.py: what no recording holds)
 FRAMES_FILE = "frames.json"  # each node's recorded properties, for live.py
@@ -175,8 +174,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
                        sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
     doc = Document()
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)
-    live_config = {"live": SERVED_LIVE, "probe": SERVED_PROBE, "handin": SERVED_HANDIN,
-                                     "frames": SERVED_FRAMES} if served else {"live": None}
+    live_config = {"handin": SERVED_HANDIN, "frames": SERVED_FRAMES} if served else {}
     scripts = [f"window.kvvizPlayer.configure({json.dumps(live_config)});"]
     placed: dict[str, list] = {}
     for key in keys:
