@@ -44,7 +44,7 @@ from datetime import datetime
 
 from benchmarks.classroom import http_get, page_resources, source_address
 from benchmarks.classroom_server import StartedServer, read_state
-from benchmarks.common import percentile
+from benchmarks.common import descendants, percentile, renice_autogroup
 
 QUESTIONS = ["What is a page?", "Why share a prefix?", "What is a block?", "When is a block freed?",
              "What does the cache hold?", "What is eviction?", "Why are pages small?", "What is a token?",
@@ -93,7 +93,9 @@ async def live_question(host: str, port: int, k: int, source: str, after: int) -
         return {"error": f"{type(e).__name__}: {e}"[:200]}
     if status != 200 or not answer.get("ok") or not answer.get("rows"):
         return {"error": f"{status}: {answer.get('message', '')}"[:200]}
-    return {"ready_s": time.perf_counter() - t0, "states": len(answer["rows"])}
+    timing = dict(re.findall(r"(\w+);dur=([\d.]+)", _headers.get("server-timing", "")))
+    return {"ready_s": time.perf_counter() - t0, "states": len(answer["rows"]),
+            "server_wait_s": float(timing.get("wait", "nan")) / 1000, "compute_s": float(timing.get("compute", "nan")) / 1000}
 
 
 async def crowd(host: str, port: int, students: int, arrive_s: float, typers: int,
@@ -116,7 +118,7 @@ async def crowd(host: str, port: int, students: int, arrive_s: float, typers: in
     return [v for v, _ in results], [lv for _, lv in results if lv is not None]
 
 
-def chromium_probe(base: str, out: dict, actions: int = 24) -> None:
+def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> None:
     """One student in Chromium, acting for real (run in a thread while the crowd arrives)."""
     from playwright.sync_api import sync_playwright
 
@@ -124,6 +126,10 @@ def chromium_probe(base: str, out: dict, actions: int = 24) -> None:
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        if nice:  # (Chromium runs in a session of its own: its niceness alone does not count)
+            for pid, name in descendants(os.getpid()):
+                if "chrom" in name:
+                    renice_autogroup(pid, nice)
         page = browser.new_page(viewport={"width": 1366, "height": 768})
         sockets = []
         page.on("websocket", lambda ws: sockets.append(ws.url))
@@ -219,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=5390)
     ap.add_argument("--fresh", action="store_true", help="record in an empty cache (a first start)")
     ap.add_argument("--clients-nice", type=int, default=0,
-                    help="run the students (the load generator and the Chromiums) at this niceness: they stand "
+                    help="run the students (the load generator and the Chromiums) at this niceness, their sessions' "
+                         "autogroups too (Linux shares the CPU between sessions first): they stand "
                          "for the students' own devices, which in a class are not the server's cores (default 0)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
@@ -260,7 +267,10 @@ def main(argv: list[str] | None = None) -> int:
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), a.clients_nice)  # (this thread, its children)
                 target(*args)
 
-            threads = [threading.Thread(target=niced, args=(chromium_probe, base, out)) for out in probes]
+            if a.clients_nice:  # (this process's session: the crowd; the server's run in their own)
+                result["autogroups_reniced"] = renice_autogroup(os.getpid(), a.clients_nice)
+            threads = [threading.Thread(target=niced, args=(chromium_probe, base, out, 24, a.clients_nice))
+                       for out in probes]
             for t in threads:
                 t.start()
             crowd_out: list = []
@@ -279,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
                          "failed": sum(1 for v in visits if v["status"] != 200 or v.get("failed")),
                          "bytes_per_student": statistics.median([v["bytes"] for v in visits if v["status"] == 200] or [0])}
     result["live_question"] = {**summary([lv["ready_s"] for lv in lives if "ready_s" in lv]),
+                               "server_wait": summary([lv["server_wait_s"] for lv in lives if "ready_s" in lv]),
+                               "server_compute": summary([lv["compute_s"] for lv in lives if "ready_s" in lv]),
                                "errors": [lv["error"] for lv in lives if "error" in lv]}
     clicks = [c for p in probes for c in p.get("clicks_s", [])]
     result["chromium"] = {"ready_s": [round(p.get("ready_s", float("nan")), 2) for p in probes],

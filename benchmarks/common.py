@@ -126,3 +126,35 @@ def ratio(numerator: float, denominator: float) -> float | None:
 def write_json(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def descendants(pid: int) -> list[tuple[int, str]]:
+    """(pid, command name) of every process under `pid` (Linux's /proc)."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # (gone meanwhile)
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        ppid = int(text[text.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append((int(stat.parent.name), name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child[0])
+    return out
+
+
+def renice_autogroup(pid: int, nice: int) -> bool:
+    """Give `pid`'s *autogroup* the niceness `nice`. Linux (with sched_autogroup_enabled, as
+    here) first shares the CPU between sessions' autogroups, then between the processes of one:
+    a process's own niceness counts only against its own session. A Chromium, which starts in a
+    session of its own, competes with each of the server's processes (each its own session) as an
+    equal, whatever its niceness. False where that cannot be set (no autogroups, no permission)."""
+    try:
+        Path(f"/proc/{pid}/autogroup").write_text(f"{nice}\n")
+    except OSError:
+        return False
+    return True

@@ -14,6 +14,7 @@ import base64
 import concurrent.futures
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -481,3 +482,7 @@ def test_students_spread_over_the_backends_each_stays_on_one_and_its_questions_r
     answer = json.loads(body)
     assert status == 200 and answer["ok"] and by == first[src]
     assert answer["rows"] and "op=ask%3AWhat+is+a+slab%3F" in answer["link"]
+    # where its time went, for a browser's developer tools and benchmarks.classroom_played
+    headers = run_async(classroom.http_get("127.0.0.1", port, "/lesson-live?node=radix&sharing=1&op=ask%3AWhat+is+a+slab%3F",
+                                           src, timeout=180))[1]
+    assert re.fullmatch(r"wait;dur=[\d.]+, compute;dur=[\d.]+", headers.get("server-timing", "")), headers
