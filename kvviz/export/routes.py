@@ -77,8 +77,6 @@ class LessonFiles(StaticFileHandler):
 
 class LessonStatus(RequestHandler):
     def get(self) -> None:
-        started = time.perf_counter()
-        waited = self.request.request_time()  # (since the request came in: the queue before this)
         self.set_header("Content-Type", "application/json")
         self.set_header("Cache-Control", "no-store")
         folder = cache.ready(k=KEY)

@@ -36,7 +36,7 @@ from kvviz import page_text
 from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
 from kvviz.export.recipes import TRANSPORT, Recipe, recipes
 from kvviz.export.record import record
-from kvviz.lesson import CSS_PATH, SYSTEM_FONTS, Lesson
+from kvviz.lesson import CSS_PATH, NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson
 from kvviz.nodes import BY_KEY, LIVE, NODES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,7 +96,7 @@ def note_html(facts: dict[str, str], live_url: str | None, served: bool = False)
                 "<b>Live</b> for your own prompts and questions: typing one runs the engine on the server "
                 "for that node, from where you are.</div>")
     live = (f' Typing your own prompt or question needs the <a href="{e(live_url)}">live lesson</a>.'
-            if live_url else " Typing your own prompt or question needs the live lesson (`make lesson`).")
+            if live_url else " Typing your own prompt or question needs the live lesson (<code>make lesson</code>).")
     return (f'<div class="kv-recording" role="note"><b>A recording of the live lesson</b>, made on {e(facts["date"])} '
             f'from the real engine (code {e(facts["commit"])}, model weights sha256 {e(facts["model_sha256"][:12])}…): '
             f"every state below is one the engine reached; Step, Play, Rewind and the controls replay them.{live}</div>")
@@ -237,7 +237,8 @@ def _copy_libraries(text: str, out: Path) -> None:
 
 
 def write_page(doc: Document, scripts: list[str], path: Path, title: str) -> None:
-    pn.io.save.save(doc, str(path), resources=RESOURCES, title=title)
+    # (the template adds the viewport tag: a phone lays the page out at its own width, not 980 px)
+    pn.io.save.save(doc, str(path), resources=RESOURCES, title=title, template=NODE_PAGE_TEMPLATE)
     text = _localise(path.read_text(encoding="utf-8"), path.parent)
     _copy_libraries(text, path.parent)
     player = f"<script>{PLAYER_JS}\n{''.join(scripts)}</script>"

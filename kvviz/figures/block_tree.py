@@ -5,6 +5,8 @@ Node 04 draws two: vLLM's cache rebuilt from its events, and our engine's radix 
 blocks, each labelled with vLLM's hash for the same tokens. The caller says what each box is
 (`TreeRow`); this figure only lays them out (x = depth, y = leaf order) and draws them, in
 sources of a fixed capacity (kvviz/web/sources.py). Labels are Bokeh text glyphs: plain text.
+A figure narrower than NARROW_PX (a phone) draws each box's short labels, which fit its box;
+the hover keeps the whole text.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import panel as pn
 from bokeh.models import ColumnDataSource, HoverTool, Rect, Segment, Text
 from bokeh.plotting import figure
 
+from kvviz import formatting as fmt
 from kvviz.figures.reflow import reflow
 from kvviz.web.sources import assign, binary, padded
 
 ROW_PX = 54
+NARROW_PX = 700  # narrower than this (a phone), a box is about 50 px wide: the short labels
+NARROW_LABEL_CHARS = 6  # "Q: Wh…" at 11 px, inside a phone's box
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,7 @@ class TreeRow:
     fill: str  # box colour
     text: str  # hover: the block's whole text
     about: str  # hover: what the colour means for this block
+    sub_n: str = ""  # the line under it on a phone: at most 8 characters (default: none)
 
 
 def layout(rows: list[TreeRow]) -> tuple[dict, dict, int, int]:
@@ -54,12 +60,14 @@ def layout(rows: list[TreeRow]) -> tuple[dict, dict, int, int]:
         return y
 
     place(None, 0)
-    boxes = {"x": [], "y": [], "label": [], "sub": [], "fill": [], "text": [], "about": []}
+    boxes = {"x": [], "y": [], "label": [], "sub": [], "label_n": [], "sub_n": [], "fill": [], "text": [],
+             "about": []}
     edges = {"x0": [], "y0": [], "x1": [], "y1": []}
     for r in rows:
         x, y = pos[r.key]
-        for name, v in (("x", x), ("y", y), ("label", r.label), ("sub", r.sub), ("fill", r.fill),
-                        ("text", r.text), ("about", r.about)):
+        for name, v in (("x", x), ("y", y), ("label", r.label), ("sub", r.sub),
+                        ("label_n", fmt.excerpt(r.text, NARROW_LABEL_CHARS)), ("sub_n", r.sub_n[:8]),
+                        ("fill", r.fill), ("text", r.text), ("about", r.about)):
             boxes[name].append(v)
         px, py = pos[r.parent if r.parent in keys else None]
         for name, v in (("x0", px + 0.45), ("y0", py), ("x1", x - 0.45), ("y1", y)):
@@ -87,8 +95,9 @@ class BlockTree(pn.viewable.Viewer):
                                                text_font_size="11px", text_color="#111111", y_offset=-1))
         sub = fig.add_glyph(self.boxes, Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
                                              text_font_size="10px", text_color="#333333", y_offset=3))
-        reflow(fig, [], 0, None, None, [(label.glyph, "text_font_size", "11px", "18px"),  # (a projector's sizes)
-                                        (sub.glyph, "text_font_size", "10px", "18px")])
+        # (narrow: the short labels; the ranges and the height stay the tree's own; big: a projector's sizes)
+        reflow(fig, [(label, ("text:label",)), (sub, ("text:sub",))], NARROW_PX, None, None,
+               [(label.glyph, "text_font_size", "11px", "18px"), (sub.glyph, "text_font_size", "10px", "18px")])
         fig.css_classes = [css_class]
         self.figure = fig
         self.note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
@@ -101,7 +110,7 @@ class BlockTree(pn.viewable.Viewer):
 
     def _padded(self, rows: list[TreeRow]) -> tuple[dict, dict, int, int]:
         boxes, edges, leaves, depth = layout(rows[: self.capacity])
-        blank = {"label": "", "sub": "", "fill": "#ffffff", "text": "", "about": ""}
+        blank = {"label": "", "sub": "", "label_n": "", "sub_n": "", "fill": "#ffffff", "text": "", "about": ""}
         return (padded(boxes, self.capacity, ("x", "y"), blank), padded(edges, self.capacity, ("x0", "y0", "x1", "y1")),
                 leaves, depth)
 

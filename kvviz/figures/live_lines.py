@@ -26,6 +26,7 @@ class LiveLines(pn.viewable.Viewer):
                      tools=[HoverTool(tooltips=[(label, f"@{name}{{0.[0]}}") for name, label, _ in series],
                                       mode="vline")])
         fig.yaxis.axis_label = y_label
+        fig.xaxis.ticker.desired_num_ticks = 4  # (a phone's width holds four times of day, not six)
         for name, label, colour in series:
             fig.step(x="t", y=name, source=self.source, line_color=colour, line_width=2, legend_label=label,
                      mode="after")

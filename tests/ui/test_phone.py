@@ -5,12 +5,12 @@ strips and block tables reflowed to rows of eight whose labels fit their cells."
 from __future__ import annotations
 
 import pytest
+from phone_checks import FIT_JS, PHONE
 from playwright.sync_api import expect
 from ui_waits import settled
 
 pytestmark = pytest.mark.ui
 
-PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 2}
 
 # The lesson's own parts of the page: the nodes of this issue, the intro and the closing summary.
 OURS = ("kv-node-fragmentation", "kv-node-paging", "kv-node-radix", "kv-node-explain", "kv-intro", "kv-summary")
@@ -144,44 +144,6 @@ def test_every_control_is_a_44px_touch_target(phone, lesson_url, node):
     phone.goto(f"{lesson_url}?node={node}" if node else lesson_url)
     settle(phone)
     assert phone.evaluate(TARGETS_JS) == []
-
-
-# What a figure draws past its room: a canvas title wider than its figure ("clipped"), a radix
-# tree label wider than its box, or two label lines taller than it ("spills"); measured with the
-# glyphs' own fonts.
-FIT_JS = """() => {
-  const ctx = document.createElement("canvas").getContext("2d");
-  const val = (v) => (v !== null && typeof v === "object" && "value" in v) ? v.value : v;
-  const width = (text, font) => { ctx.font = font; return ctx.measureText(text).width; };
-  const out = {spills: [], clipped: [], checked: 0};
-  for (const doc of Bokeh.documents) for (const m of doc.all_models) {
-    if (m.type !== "Figure" || !(m.inner_width > 0)) continue;
-    if (m.title && m.title.text) {
-      const t = m.title, w = width(t.text, `${val(t.text_font_style)} ${val(t.text_font_size)} ${val(t.text_font)}`);
-      out.checked++;
-      if (w > m.inner_width) out.clipped.push(`${t.text} ${Math.round(w)} > ${m.inner_width}`);
-    }
-    if (!(m.css_classes || []).includes("kv-tree")) continue;
-    const rect = m.renderers.find((r) => r.glyph.type === "Rect");
-    const boxPx = val(rect.glyph.width) * m.inner_width / Math.abs(m.x_range.end - m.x_range.start);
-    const boxHeightPx = val(rect.glyph.height) * m.inner_height / Math.abs(m.y_range.end - m.y_range.start);
-    const data = rect.data_source.data;
-    let lines = 0;
-    for (const r of m.renderers.filter((r) => r.glyph.type === "Text")) {
-      const g = r.glyph, field = g.text.field, size = val(g.text_font_size);
-      lines += parseFloat(size);
-      const font = `${val(g.text_font_style) || "normal"} ${size} ${val(g.text_font) || "helvetica"}`;
-      for (let i = 0; i < data.x.length; i++) {
-        if (Number.isNaN(data.x[i]) || !data[field][i]) continue;
-        out.checked++;
-        const w = width(data[field][i], font);
-        if (w > boxPx - 4) out.spills.push(`${data[field][i]} ${Math.round(w)} > ${Math.round(boxPx)}`);
-      }
-    }
-    if (lines * 1.15 > boxHeightPx) out.spills.push(`two lines of ${lines}px in a ${Math.round(boxHeightPx)} px box`);
-  }
-  return out;
-}"""
 
 
 @pytest.mark.parametrize("query", ["?node=radix&sharing=1", "?node=radix&sharing=1&op=ask:Why%20is%20the%20sky%20blue",

@@ -7,7 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from phone_checks import FIT_JS, PHONE
 from playwright.sync_api import expect
+from ui_waits import settled
 
 from benchmarks.browser import Server
 from kvviz.nodes.vllm.recording import load
@@ -46,3 +48,19 @@ def test_node_04_without_vllm_plays_the_recording(page, no_vllm_url):
     expect(page.get_by_role("button", name="▶ Replay the recording")).to_be_visible(timeout=60_000)
     expect(page.locator(".kv-vllm-trunk")).to_have_attribute("data-trunk", "3")
     assert page.kv_errors == []
+
+
+def test_node_04_on_a_phone_keeps_its_tree_labels_in_their_boxes(browser, no_vllm_url):
+    """On a phone the two trees (5 blocks deep) draw each box's short labels (its first words,
+    a short hash or its block number), which fit; the hover keeps the whole text."""
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    rec = load()
+    page.goto(f"{no_vllm_url}?node=vllm")
+    expect(page.locator('.kv-metric[data-label="SAME TOKENS"] .kv-value')).to_have_text(
+        f"{len(rec.exchanges)} / {len(rec.exchanges)}", timeout=60_000)
+    settled(page)
+    fit = page.evaluate(FIT_JS)
+    assert fit["checked"] >= 2 * 15 * 2  # both trees: every box's two lines
+    assert fit["spills"] == [] and fit["clipped"] == []
+    context.close()

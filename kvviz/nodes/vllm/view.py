@@ -60,7 +60,8 @@ def vllm_rows(state: VllmState) -> list[TreeRow]:
             about += "; vLLM's hash differs from the one recomputed here (another seed or hash algorithm)"
         rows.append(TreeRow(b.block_hash, b.parent_hash, fmt.excerpt(words, 18),
                             text.short_hash(b.block_hash) + (f" · {n} branches" if n > 1 else ""),
-                            text.SAME if same else text.VLLM_ONLY, fmt.excerpt(words, 120), about))
+                            text.SAME if same else text.VLLM_ONLY, fmt.excerpt(words, 120), about,
+                            text.short_hash(b.block_hash)[:5] + (f" ×{n}" if n > 1 else "")))
     return rows
 
 
@@ -80,7 +81,8 @@ def our_rows(state: VllmState) -> list[TreeRow]:
             rows.append(TreeRow(block, parent, fmt.excerpt(words, 18),
                                 f"block {block} · {text.short_hash(h) if h is not None else '?'}",
                                 text.SAME if same else text.OURS_ONLY, fmt.excerpt(words, 120),
-                                "vLLM's cache holds this hash now" if same else "not in vLLM's cache now"))
+                                "vLLM's cache holds this hash now" if same else "not in vLLM's cache now",
+                                f"block {block}"))
             parent = block
         parent_of[node.node_id] = parent
     return rows
