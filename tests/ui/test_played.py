@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from phone_checks import PHONE
 from playwright.sync_api import expect
+from ui_waits import settled
 
 from kvviz.nodes.fragmentation.state import FragmentationState
 
@@ -244,3 +246,19 @@ def test_continue_to_node_04_lands_on_its_live_link(page, recorded):
     page.get_by_role("link", name=re.compile(r"Continue: 04")).click()
     expect(page.get_by_role("link", name="Open node 04")).to_be_in_viewport()
     assert "/lesson/" in page.url
+
+
+def test_on_a_phone_the_recorded_lesson_is_laid_out_at_the_phones_width(browser, recorded):
+    """The recorded pages carry the viewport tag: a phone lays them out at its own 390 px (not
+    at 980 px, shrunk), with the strips reflowed to rows of eight and nothing to scroll sideways."""
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    open_lesson(page, recorded)
+    assert page.locator('meta[name="viewport"]').get_attribute("content") == "width=device-width, initial-scale=1"
+    assert page.evaluate("window.innerWidth") == 390
+    settled(page)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    per_row = page.evaluate("""() => { for (const doc of Bokeh.documents) for (const m of doc.all_models)
+        if (m.type === "Figure" && m.renderers.some((r) => "x_n" in r.data_source.data)) return m.x_range.end - m.x_range.start; }""")
+    assert per_row == 8
+    context.close()
