@@ -163,14 +163,12 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
     disabled)."""
     lesson, plan = Lesson({}), recipes()
     spare = Lesson({}) if served else None  # (states with no view: predictions are resolved on them)
-    # Each node's view, and where its live session takes its place (empty and hidden until then).
+    # Each node's view (with, under its controls, the line that says when the server ran something live)
     views = {k: node_column(lesson, k) for k in keys}
-    live = {k: pn.pane.HTML("", visible=False, sizing_mode="stretch_width", css_classes=["kv-live", f"kv-live-{k}"])
-            for k in keys}
     notes = pn.pane.HTML(note_html(facts, live_url, served), sizing_mode="stretch_width", css_classes=["kv-prose"])
     after = ([pn.pane.HTML(LIVE_LINKS_HTML, sizing_mode="stretch_width", css_classes=["kv-prose"])]
              if served and len(keys) > 1 else [])
-    layout = pn.Column(notes, *[item for k in keys for item in (views[k], live[k])], *after,
+    layout = pn.Column(notes, *[views[k] for k in keys], *after,
                        sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
     doc = Document()
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)

@@ -68,9 +68,13 @@ class NodeView(pn.viewable.Viewer):
         button.on_click(click)
         return button
 
-    def _notice(self) -> pn.pane.HTML:
-        """The state's notice about the node's own controls: put it right under them."""
-        return notice_line(self.state, "controls")
+    def _notice(self) -> pn.Column:
+        """The state's notice about the node's own controls: put it right under them. Beside it,
+        empty and hidden here, the line where a recorded page (kvviz/export/player.js) says that
+        what the student just typed or pressed was run live by the server's engine."""
+        live = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 10),
+                            css_classes=["kv-live", f"kv-live-{self.state.key}"])
+        return pn.Column(notice_line(self.state, "controls"), live, sizing_mode="stretch_width", margin=0)
 
     def _prediction(self) -> Prediction:
         """The predict-then-run panel; in a lesson, a compact hand-in under its verdict."""

@@ -96,8 +96,14 @@ def test_network_cut_scripted_actions_still_work_and_a_question_says_why_not(pag
     sent_before = len(traffic["requests"])
     box.fill("What is a page of memory?")
     box.press("Enter")
-    expect(page.locator(".kv-live-note").first).to_contain_text("Live", timeout=LIVE_MS)
+    note = page.locator(".kv-live-note").first
+    expect(note).to_contain_text("Live", timeout=LIVE_MS)
     expect(metric(page, "BLOCKS STORED")).to_have_text(f"{_radix_blocks('sharing=1&op=ask:What is a page of memory?')} blk")
+    # ... said where the student typed: under the question box, above the node's picture and numbers
+    settled(page)
+    typed, said = box.bounding_box(), note.bounding_box()
+    numbers = page.locator('.kv-metric[data-node="radix"]').first.bounding_box()
+    assert typed["y"] + typed["height"] <= said["y"] < said["y"] + said["height"] <= numbers["y"]
     assert traffic["ws"] == []
     asked = [u for u in traffic["requests"][sent_before:] if "/lesson-live?" in u]
     assert len(asked) == 1 and "node=radix" in asked[0] and "sharing=1" in asked[0]
