@@ -19,7 +19,8 @@ from bokeh.settings import settings
 
 import stylesheets  # noqa: F401  (the class whose files Panel serves: the stylesheets)
 from kvviz.lesson import STYLESHEET_URL, Lesson, work_offline
-from kvviz.web import bokeh_defaults, memory, metrics
+from kvviz.process import bokeh_defaults, memory, metrics
+from kvviz.timeline import MEMO
 
 # The engine runs one tiny model step per action: one thread is far faster than contending
 # for a few shared cores.
@@ -29,7 +30,7 @@ torch.set_num_threads(1)
 # pages are built by the same code each time and the tests run with the checks on.
 settings.perform_document_validation.set_value(False)
 # Bokeh computes a never-set property's constant default on every read; building a node reads
-# them tens of thousands of times (kvviz/web/bokeh_defaults.py: each computed once per class).
+# them tens of thousands of times (kvviz/process/bokeh_defaults.py: each computed once per class).
 bokeh_defaults.install()
 work_offline()
 # A dropped connection (Wi-Fi) comes back to the same session while the server keeps it; the page
@@ -37,7 +38,7 @@ work_offline()
 pn.extension(throttled=True, notifications=False, reconnect=True)
 pn.config.css_files = [STYLESHEET_URL]
 
-metrics.install()  # (counts for the class server's status page)
+metrics.install(MEMO)  # (counts for the class server's status page, the timeline memo's among them)
 memory.tune_gc()  # (once per process: full collections stopped every session's clicks)
 lesson = Lesson(pn.state.session_args)
 metrics.track(lesson)

@@ -1,4 +1,4 @@
-"""Bokeh's constant property defaults, computed once per class (kvviz/web/bokeh_defaults.py),
+"""Bokeh's constant property defaults, computed once per class (kvviz/process/bokeh_defaults.py),
 read exactly as Bokeh computes them, for every property of every model of a whole lesson page."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from bokeh.document import Document
 from bokeh.models import ColumnDataSource, Range1d
 from panel.io.state import set_curdoc
 
-from kvviz.web import bokeh_defaults
+from kvviz.process import bokeh_defaults
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def test_only_immutable_values_are_kept(value, expected):
 def test_an_untested_bokeh_keeps_bokehs_own_code():
     from bokeh.core.property.descriptors import PropertyDescriptor
 
-    from kvviz.web import bokeh_defaults
+    from kvviz.process import bokeh_defaults
 
     before = PropertyDescriptor._get_default
     try:

@@ -213,7 +213,7 @@ def test_live_html_sends_the_same_text_as_panels_html_pane():
 
 
 def test_speed_menu_changes_the_pace_of_play_even_while_playing():
-    from kvviz.figures.transport import SPEEDS, Transport
+    from kvviz.controls.transport import SPEEDS, Transport
 
     state = FragmentationState()
     transport = Transport(state=state)
@@ -241,7 +241,7 @@ def test_full_page_builds_only_the_first_node_until_the_browser_reports_the_othe
 
 
 def test_play_ticks_only_while_the_node_is_on_screen(monkeypatch, frag):
-    from kvviz.figures.transport import Player
+    from kvviz.controls.transport import Player
 
     started = []
 
@@ -268,7 +268,7 @@ def test_play_ticks_only_while_the_node_is_on_screen(monkeypatch, frag):
 
 
 def test_class_pace_comes_from_the_environment_within_bounds():
-    from kvviz.figures.transport import class_pace
+    from kvviz.controls.transport import class_pace
 
     assert class_pace({}) == 250 and class_pace({"KVVIZ_PLAY_MS": "600"}) == 600
     assert [class_pace({"KVVIZ_PLAY_MS": v}) for v in ("10", "99999", "²", "fast", "-5")] == [250] * 5
@@ -386,7 +386,7 @@ def test_each_node_shows_only_the_legend_cues_its_pictures_draw():
 
 
 def test_node_01_opened_where_r2_never_ran_still_offers_the_choices_once_it_does():
-    from kvviz.figures.prediction import Prediction
+    from kvviz.controls.prediction import Prediction
 
     state = FragmentationState(reserve=1)
     panel = Prediction(state=state)

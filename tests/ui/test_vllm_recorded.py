@@ -9,8 +9,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from benchmarks.browser import Server
 from kvviz.nodes.vllm.recording import load
+from tools.browser import Server
 
 pytestmark = pytest.mark.ui
 
