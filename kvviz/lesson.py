@@ -168,12 +168,3 @@ TEMPLATE_CSS = """
   #header .app-header .title { font-size: 2.2rem; }
 }
 """
-
-
-def work_offline() -> None:
-    """Drop the Fast design's web-font link (fonts.googleapis.com): a classroom may have no
-    internet, and a failed font request is a console error. The page uses system fonts instead.
-    Everything else the template needs is served by Panel itself."""
-    from panel.theme.fast import Fast
-
-    Fast._resources = {**Fast._resources, "font": {}}
