@@ -414,3 +414,17 @@ def test_every_request_colour_carries_its_label_at_a_text_contrast_of_4_5_or_mor
     assert round(contrast("#ffffff", "#000000"), 1) == 21.0 and round(contrast("#ffffff", "#f0ad4e"), 2) == 1.95
     for colour in PALETTE:  # (the request chips and the block labels: white on #009E73 read 3.4:1)
         assert contrast(colour, ink_on(colour)) >= 4.5, colour
+
+
+def test_a_view_is_handed_the_lessons_outline_for_its_back_and_continue_links():
+    """(the registry hands it down: no view, no control imports the registry)"""
+    from kvviz.controls.step_links import StepLinks
+    from kvviz.nodes import BY_KEY, OUTLINE
+
+    view = BY_KEY["radix"].new_view(RadixState())
+    assert view.outline == OUTLINE
+    [links] = view.__panel__().select(StepLinks)
+    assert 'data-node="paging">← Back: 02 · ' in links.items_html
+    assert 'data-node="vllm">Continue: 04 · ' in links.items_html
+    [alone] = RadixView(state=RadixState()).__panel__().select(StepLinks)  # (outside a lesson: none)
+    assert alone.items_html == ""
