@@ -104,7 +104,7 @@ test: $(VENV)/.test-installed chromium postgres vllm-test-setup
 # make vllm: a real vLLM (its CPU build, in its own environment $(VLLM_VENV), about 3.4 GB, a few
 # minutes the first time) serving kvviz's own trained model on 127.0.0.1:$(VLLM_PORT), with prefix
 # caching, blocks of 32 tokens, a 64-block pool and KV events on local ZeroMQ sockets in
-# $(VLLM_VENV): what node 04 of the lesson watches (kvviz/nodes/vllm/server.py). Ctrl-C stops it.
+# $(VLLM_VENV): what node 04 of the lesson watches (tools/vllm_server.py). Ctrl-C stops it.
 VLLM_VENV ?= .venv-vllm
 VLLM_PORT ?= 8000
 VLLM_PY = $(VLLM_VENV)/bin/python
@@ -121,11 +121,11 @@ $(VLLM_VENV)/.installed: requirements-vllm.txt
 
 vllm-venv: $(VLLM_VENV)/.installed
 
-$(VLLM_VENV)/kvviz-model/config.json: assets/model.pt assets/model.json engine/hf_export.py $(VLLM_VENV)/.installed
-	$(VLLM_PY) -m engine.hf_export $(VLLM_VENV)/kvviz-model
+$(VLLM_VENV)/kvviz-model/config.json: assets/model.pt assets/model.json tools/hf_export.py $(VLLM_VENV)/.installed
+	$(VLLM_PY) -m tools.hf_export $(VLLM_VENV)/kvviz-model
 
 vllm: $(VLLM_VENV)/kvviz-model/config.json
-	KVVIZ_VLLM_VENV=$(abspath $(VLLM_VENV)) $(VLLM_PY) kvviz/nodes/vllm/server.py --port $(VLLM_PORT)
+	KVVIZ_VLLM_VENV=$(abspath $(VLLM_VENV)) $(VLLM_PY) tools/vllm_server.py --port $(VLLM_PORT)
 
 # make vllm-recording: record a real vLLM session (vLLM's CPU build serving kvviz's model; node 03's
 # four questions, then two more) into assets/vllm-recording.json, with the vLLM version and time:

@@ -18,8 +18,9 @@ import torch
 from bokeh.settings import settings
 
 import stylesheets  # noqa: F401  (the class whose files Panel serves: the stylesheets)
-from kvviz.lesson import STYLESHEET_URL, Lesson, work_offline
-from kvviz.web import bokeh_defaults, memory, metrics
+from kvviz.lesson import STYLESHEET_URL, Lesson
+from kvviz.process import memory, metrics, private_api
+from kvviz.timeline import MEMO
 
 # The engine runs one tiny model step per action: one thread is far faster than contending
 # for a few shared cores.
@@ -29,15 +30,16 @@ torch.set_num_threads(1)
 # pages are built by the same code each time and the tests run with the checks on.
 settings.perform_document_validation.set_value(False)
 # Bokeh computes a never-set property's constant default on every read; building a node reads
-# them tens of thousands of times (kvviz/web/bokeh_defaults.py: each computed once per class).
-bokeh_defaults.install()
-work_offline()
+# them tens of thousands of times (kvviz/process/private_api.py: each computed once per class).
+private_api.cache_bokeh_defaults()
+# No web font (a classroom may have no internet): the page uses system fonts.
+private_api.drop_web_fonts()
 # A dropped connection (Wi-Fi) comes back to the same session while the server keeps it; the page
 # says what is happening meanwhile (kvviz/web/connection.py).
 pn.extension(throttled=True, notifications=False, reconnect=True)
 pn.config.css_files = [STYLESHEET_URL]
 
-metrics.install()  # (counts for the class server's status page)
+metrics.install(MEMO)  # (counts for the class server's status page, the timeline memo's among them)
 memory.tune_gc()  # (once per process: full collections stopped every session's clicks)
 lesson = Lesson(pn.state.session_args)
 metrics.track(lesson)

@@ -122,7 +122,7 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
     """One student in Chromium, acting for real (run in a thread while the crowd arrives)."""
     from playwright.sync_api import sync_playwright
 
-    from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS
+    from tools.browser import CHROMIUM, CHROMIUM_ARGS
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

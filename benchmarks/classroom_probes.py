@@ -69,7 +69,7 @@ def run_probes(url: str, count: int, open_at: list[float], act_from: float, act_
     times) in turn; returns their ready times and in-page latencies. Runs in its own thread."""
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
 
-    from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: PLC0415
+    from tools.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: PLC0415
 
     out = {"ready_s": [], "latency_ms": [], "by_action": {}, "errors": [], "unchanged": 0, "skipped_playing": 0}
     cycle = (("paging", "add"), ("radix", "sharing"), ("fragmentation", "reserve"))

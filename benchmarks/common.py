@@ -1,5 +1,5 @@
 """What the benchmarks share: one engine setup, one command line, tables and JSON, percentiles,
-a free port.
+a free port (tools/browser.py's).
 
 Every benchmark measures configurations side by side in one process, on the CPU, with the
 `torch` attention backend, random weights and a fixed seed, so that two runs differ only in
@@ -12,10 +12,11 @@ import argparse
 import json
 import math
 import random
-import socket
 import string
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from tools.browser import free_port as free_port  # (re-exported: the benchmarks and tests take it from here)
 
 if TYPE_CHECKING:
     from engine import EngineConfig
@@ -77,13 +78,6 @@ def percentile(values: list[float], q: float) -> float:
     k = (len(xs) - 1) * q / 100
     lo, hi = math.floor(k), math.ceil(k)
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now (the kernel's choice)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def random_text(rng: random.Random, num_tokens: int) -> bytes:

@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS
 from benchmarks.common import format_table, write_json
+from tools.browser import CHROMIUM, CHROMIUM_ARGS
 
 
 def ready_times(page_path: Path, nodes: list[str], runs: int) -> list[float]:

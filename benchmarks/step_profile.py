@@ -48,7 +48,7 @@ NEW_STYLE = ("engine.py", "_schedule")  # present: the schedule entries below it
 
 
 def prompts(n: int) -> list[str]:
-    from kvviz.nodes.radix.scenario import MORE_QUESTIONS, QUESTIONS
+    from kvviz.nodes.prompts import MORE_QUESTIONS, QUESTIONS
     from kvviz.nodes.vllm.scenario import prompt_for
 
     base = [prompt_for(q) for q in (*QUESTIONS, *MORE_QUESTIONS)]

@@ -60,10 +60,10 @@ from pathlib import Path
 import panel as pn
 from bokeh.document import Document
 
-from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, Server
 from benchmarks.common import NUM_THREADS, format_table, percentile, set_threads, write_json
 from kvviz.lesson import Lesson
 from kvviz.nodes import LIVE
+from tools.browser import CHROMIUM, CHROMIUM_ARGS, Server
 
 TARGET_P95_MS = 150.0  # issue 3, item 12: on-screen p95 on this machine, 50 interactions per node
 DEFAULT_INTERACTIONS, QUICK_INTERACTIONS = 50, 10

@@ -2,7 +2,7 @@
 
     python -m benchmarks.vs_vllm [--quick] [--json PATH]     # needs `make vllm-venv`
 
-It starts vLLM's CPU build on a free port (kvviz/nodes/vllm/server.py: 64-block pool, prefix
+It starts vLLM's CPU build on a free port (tools/vllm_server.py: 64-block pool, prefix
 caching, KV events) and subscribes to its KV events before sending anything, then:
 
 1. tokens: the same prompts through both engines, `max_tokens` greedy tokens each: identical
@@ -44,11 +44,12 @@ import zmq
 
 from benchmarks import step_profile
 from engine import Engine, EngineConfig
-from kvviz.nodes.radix.scenario import MORE_QUESTIONS, QUESTIONS
-from kvviz.nodes.vllm import client, server
+from kvviz.nodes.prompts import MORE_QUESTIONS, QUESTIONS
+from kvviz.nodes.vllm import client
 from kvviz.nodes.vllm.scenario import Mirror, prompt_for
-from kvviz.nodes.vllm.server import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS, VllmServer
 from kvviz.nodes.vllm.wire import BlockStored, decode_frames
+from tools import vllm_server as server
+from tools.vllm_server import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS, VllmServer
 
 PROMPTS = ["The KV cache", "Free memory is broken into", "A good system spends its memory on", "The model",
            "A page table maps", "def add(a, b):\n    return", "Memory is", *(prompt_for(q) for q in QUESTIONS)]

@@ -246,7 +246,7 @@ def teacher_line(app_root: Path, env: dict, url: str) -> str:
     return out.stdout.strip() or f"Teacher page: {url} (its passphrase could not be read: {out.stderr.strip()[-300:]})"
 
 
-METRICS_PORT_OFFSET = 500  # a backend on port P serves its counts on 127.0.0.1:P+500 (kvviz/web/metrics.py)
+METRICS_PORT_OFFSET = 500  # a backend on port P serves its counts on 127.0.0.1:P+500 (kvviz/process/metrics.py)
 
 
 class Backend:

@@ -1,7 +1,7 @@
 """The class server's status page: /status (HTML, refreshes itself) and /status.json.
 
 For the teacher (or whoever runs the room): per backend whether it is up, its restarts, and what
-it says of itself on its own /metrics (127.0.0.1, its metrics port; kvviz/web/metrics.py):
+it says of itself on its own /metrics (127.0.0.1, its metrics port; kvviz/process/metrics.py):
 live sessions, pages built, nodes built late, the timeline memo's size and hit rate, and its CPU
 and memory (prometheus_client's process collector: `process_cpu_seconds_total`,
 `process_resident_memory_bytes`); and the machine's load. Counts only: nothing about any student.

@@ -72,7 +72,7 @@ class EngineConfig:
                  admission (first fit). 'paged': a request takes one block per `block_size` tokens.
     admission    'wait': a request that does not fit waits in the queue. 'refuse': it is refused
                  at once, with a reason (the lesson shows refusals as they happen).
-    weights      'trained' (default): the weights in assets/, made by `python -m engine.train` for
+    weights      'trained' (default): the weights in assets/, made by `python -m tools.train` for
                  the default ModelConfig. 'random': seeded deterministic initialisation, for any
                  architecture (tests use it with small models, for speed).
     """

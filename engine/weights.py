@@ -1,6 +1,6 @@
 """The trained weights in assets/: a torch state_dict and the manifest that vouches for it.
 
-`python -m engine.train` writes both. The manifest (model.json next to model.pt) records the
+`python -m tools.train` writes both. The manifest (model.json next to model.pt) records the
 architecture, the corpus, the losses, and the sha256 of the weights file; loading refuses a file
 whose hash does not match, so a stale or half-copied file can never pass for the trained model.
 """
@@ -36,7 +36,7 @@ def read_manifest(path: str | Path | None = None) -> dict:
     """The manifest of the weights at `path` (default assets/model.pt), as a dict."""
     mpath = manifest_path(DEFAULT_WEIGHTS_PATH if path is None else path)
     if not mpath.is_file():
-        raise FileNotFoundError(f"no weights manifest at {mpath}; run `python -m engine.train` to make one")
+        raise FileNotFoundError(f"no weights manifest at {mpath}; run `python -m tools.train` to make one")
     return json.loads(mpath.read_text())
 
 
@@ -53,7 +53,7 @@ def load_trained_state_dict(path: str | Path | None = None) -> dict[str, torch.T
     """
     wpath = Path(DEFAULT_WEIGHTS_PATH if path is None else path)
     if not wpath.is_file():
-        raise FileNotFoundError(f"no trained weights at {wpath}; run `python -m engine.train` to make them")
+        raise FileNotFoundError(f"no trained weights at {wpath}; run `python -m tools.train` to make them")
     expected = read_manifest(wpath)["weights_sha256"]
     actual = file_sha256(wpath)
     if actual != expected:

@@ -11,6 +11,7 @@ from pathlib import Path
 import panel as pn
 
 from kvviz import page_text, urlstate
+from kvviz.handin import collect
 from kvviz.handin.session import HandInSession
 from kvviz.nodes import BY_KEY, LIVE, NODES
 from kvviz.web import stylesheet
@@ -47,11 +48,17 @@ class Lesson:
             self.states[n.key] = n.new_state(self.states)
         self.link_notices = urlstate.restore(self.url, self.states)
         # One hand-in per session, shared by the explain box and every node's prediction panel.
-        self.handin = HandInSession(states=self.states)
+        self.handin = HandInSession(states=self.states, describe=self.describe)
         self.active = self.url.node if self.url.node in LIVE_NODES else LIVE_NODES[0]
         self.keyboard = Keyboard(self.on_key, height=0, width=0, margin=0)
         self._views: dict[str, pn.viewable.Viewer] = {}
         self._slots: dict[str, LazySlot] = {}
+
+    @staticmethod
+    def describe(states: dict) -> tuple[str, dict]:
+        """What a hand-in holds of these states besides the answers: the lesson's link and the
+        headline cards' texts of every live node (kvviz/handin/collect.py)."""
+        return urlstate.query(None, states), collect.metrics(states, LIVE)
 
     # -- interaction ---------------------------------------------------------------------
     def touch(self, key: str) -> None:
@@ -161,12 +168,3 @@ TEMPLATE_CSS = """
   #header .app-header .title { font-size: 2.2rem; }
 }
 """
-
-
-def work_offline() -> None:
-    """Drop the Fast design's web-font link (fonts.googleapis.com): a classroom may have no
-    internet, and a failed font request is a console error. The page uses system fonts instead.
-    Everything else the template needs is served by Panel itself."""
-    from panel.theme.fast import Fast
-
-    Fast._resources = {**Fast._resources, "font": {}}

@@ -1,4 +1,4 @@
-"""Bokeh's constant property defaults, computed once per class (kvviz/web/bokeh_defaults.py),
+"""Bokeh's constant property defaults, computed once per class (kvviz/process/private_api.py),
 read exactly as Bokeh computes them, for every property of every model of a whole lesson page."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from bokeh.document import Document
 from bokeh.models import ColumnDataSource, Range1d
 from panel.io.state import set_curdoc
 
-from kvviz.web import bokeh_defaults
+from kvviz.process import private_api as bokeh_defaults
 
 
 @pytest.fixture
 def installed():
-    bokeh_defaults.install()
+    bokeh_defaults.cache_bokeh_defaults()
     yield
-    bokeh_defaults.uninstall()
+    bokeh_defaults.uncache_bokeh_defaults()
 
 
 def lesson_models() -> list:
@@ -75,13 +75,11 @@ def test_only_immutable_values_are_kept(value, expected):
 def test_an_untested_bokeh_keeps_bokehs_own_code():
     from bokeh.core.property.descriptors import PropertyDescriptor
 
-    from kvviz.web import bokeh_defaults
-
     before = PropertyDescriptor._get_default
     try:
-        bokeh_defaults.uninstall()
-        with pytest.warns(RuntimeWarning, match="not the tested"):
-            assert bokeh_defaults.install("4.0.0") is False
+        bokeh_defaults.uncache_bokeh_defaults()
+        with pytest.warns(RuntimeWarning, match="bokeh 4.0.0 is not the tested 3.9.x"):
+            assert bokeh_defaults.cache_bokeh_defaults("4.0.0") is False
         assert PropertyDescriptor._get_default is bokeh_defaults._original
     finally:
         PropertyDescriptor._get_default = before

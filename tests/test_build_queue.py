@@ -1,4 +1,4 @@
-"""The process's build queue (kvviz/web/build_queue.py): lazy sections built one part at a time,
+"""The process's build queue (kvviz/process/build_queue.py): lazy sections built one part at a time,
 in order of arrival, each under its session's lock, with the event loop free in between."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import time
 import panel as pn
 from bokeh.document import Document
 
-from kvviz.web import build_queue
-from kvviz.web.build_queue import BuildQueue
+from kvviz.process import build_queue
+from kvviz.process.build_queue import BuildQueue
 
 
 class FakeSession:

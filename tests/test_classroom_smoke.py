@@ -251,11 +251,11 @@ def test_the_status_page_reads_prometheus_text_with_its_parser():
 
 def test_a_backends_own_metrics_hold_its_cpu_and_memory():
     """What the status page reads from a backend: prometheus_client's process collector, beside
-    the lesson's counts (kvviz/web/metrics.py), from the same registry."""
+    the lesson's counts (kvviz/process/metrics.py), from the same registry."""
     import class_status
     from prometheus_client import REGISTRY, generate_latest
 
-    from kvviz.web import metrics  # noqa: F401  (the lesson's metrics, registered)
+    from kvviz.process import metrics  # noqa: F401  (the lesson's metrics, registered)
 
     m = class_status.parse(generate_latest(REGISTRY).decode())
     assert m["process_cpu_seconds"] > 0 and m["process_resident_memory_bytes"] > 10 * 2**20

@@ -95,7 +95,7 @@ def test_a_hand_in_holds_the_answer_checks_link_and_cards_of_the_session(lesson,
     explain.answer = f"Paging is virtual memory. {hostile}"
     explain.check("gap_after_free", str(explain.engine_answer("gap_after_free")))
     explain.check("empty_other_reserve", "999")
-    h = collect(lesson.states, sid(1), "Ada")
+    h = collect(lesson.states, sid(1), "Ada", lesson.describe)
     assert h.answer == explain.answer
     assert [(c["key"], c["right"]) for c in h.checks] == [("gap_after_free", True), ("empty_other_reserve", False)]
     assert h.checks[1]["question"] == explain.question("empty_other_reserve") and h.checks[1]["typed"] == "999"
@@ -115,7 +115,7 @@ def test_predictions_are_read_wherever_they_are_once_each(lesson):
          "right": True}
     lesson.states["explain"].predictions = [p, "junk"]
     lesson.states["paging"].predictions = [p, {**p, "question": "Another?", "right": False}]
-    h = collect(lesson.states, sid(1), "Ada")
+    h = collect(lesson.states, sid(1), "Ada", lesson.describe)
     assert [(x["question"], x["right"]) for x in h.predictions] == [("Will the naive pool refuse?", True),
                                                                    ("Another?", False)]
 

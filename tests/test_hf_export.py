@@ -1,4 +1,4 @@
-"""engine.hf_export: our trained weights as a Hugging Face Llama checkpoint, tensor for tensor,
+"""tools.hf_export: our trained weights as a Hugging Face Llama checkpoint, tensor for tensor,
 and (in the vLLM environment, which has transformers) HF's LlamaForCausalLM gives our logits."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import torch
 from safetensors.torch import load_file
 from vllm_support import require_vllm
 
-from engine.hf_export import byte_symbols, export, hf_name
 from engine.model import Transformer
 from engine.weights import load_trained_state_dict, trained_model_config
-from kvviz.nodes.vllm import server
+from tools import vllm_server as server
+from tools.hf_export import byte_symbols, export, hf_name
 
 PROMPT = "You are a patient teacher. Q: What is a KV cache?\nA: It is the memory"
 

@@ -486,7 +486,7 @@ def test_free_r2_done_turns_its_button_off_with_the_reason(frag):
 
 # -- a prediction answered with the engine's own arithmetic ----------------------------------
 def test_a_wrong_blocks_stored_is_answered_with_shared_plus_own(radix):
-    from kvviz.nodes import predict
+    from kvviz.state import predict
 
     assert radix.predict("9")
     radix.sharing = True
@@ -497,7 +497,7 @@ def test_a_wrong_blocks_stored_is_answered_with_shared_plus_own(radix):
 
 
 def test_wrong_predictions_of_nodes_01_and_02_give_the_engines_numbers(frag, paging):
-    from kvviz.nodes import predict
+    from kvviz.state import predict
 
     assert frag.predict("admitted")
     frag.free_r2()
@@ -516,7 +516,7 @@ def test_wrong_predictions_of_nodes_01_and_02_give_the_engines_numbers(frag, pag
 
 
 def test_reset_hides_the_old_verdict_but_keeps_the_record(frag):
-    from kvviz.figures.prediction import shows_verdict, status_html
+    from kvviz.controls.prediction import shows_verdict, status_html
 
     frag.predict("refused")
     frag.free_r2()
@@ -530,12 +530,13 @@ def test_reset_hides_the_old_verdict_but_keeps_the_record(frag):
 
 
 def test_the_predictions_list_names_each_node_once():
+    from kvviz.nodes import OUTLINE
     from kvviz.nodes.explain.view import predictions_html
 
     entries = [{"node": "fragmentation", "question": "Node 01, 8-block slabs: what?", "predicted": "8",
                 "outcome": "8", "right": True, "why": "w"},
                {"node": "radix", "question": "Predict first: how many?", "predicted": "9", "outcome": "18",
                 "right": False, "why": "6 shared + 4 × 3 own = 18"}]
-    out = predictions_html(entries)
+    out = predictions_html(entries, OUTLINE)
     assert "Node 01: Node 01" not in out and "Node 01, 8-block slabs" in out
     assert "Node 03: Predict first" in out and "6 shared + 4 × 3 own = 18" in out

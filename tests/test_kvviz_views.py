@@ -213,7 +213,7 @@ def test_live_html_sends_the_same_text_as_panels_html_pane():
 
 
 def test_speed_menu_changes_the_pace_of_play_even_while_playing():
-    from kvviz.figures.transport import SPEEDS, Transport
+    from kvviz.controls.transport import SPEEDS, Transport
 
     state = FragmentationState()
     transport = Transport(state=state)
@@ -241,7 +241,7 @@ def test_full_page_builds_only_the_first_node_until_the_browser_reports_the_othe
 
 
 def test_play_ticks_only_while_the_node_is_on_screen(monkeypatch, frag):
-    from kvviz.figures.transport import Player
+    from kvviz.controls.transport import Player
 
     started = []
 
@@ -268,7 +268,7 @@ def test_play_ticks_only_while_the_node_is_on_screen(monkeypatch, frag):
 
 
 def test_class_pace_comes_from_the_environment_within_bounds():
-    from kvviz.figures.transport import class_pace
+    from kvviz.controls.transport import class_pace
 
     assert class_pace({}) == 250 and class_pace({"KVVIZ_PLAY_MS": "600"}) == 600
     assert [class_pace({"KVVIZ_PLAY_MS": v}) for v in ("10", "99999", "²", "fast", "-5")] == [250] * 5
@@ -386,7 +386,7 @@ def test_each_node_shows_only_the_legend_cues_its_pictures_draw():
 
 
 def test_node_01_opened_where_r2_never_ran_still_offers_the_choices_once_it_does():
-    from kvviz.figures.prediction import Prediction
+    from kvviz.controls.prediction import Prediction
 
     state = FragmentationState(reserve=1)
     panel = Prediction(state=state)
@@ -414,3 +414,17 @@ def test_every_request_colour_carries_its_label_at_a_text_contrast_of_4_5_or_mor
     assert round(contrast("#ffffff", "#000000"), 1) == 21.0 and round(contrast("#ffffff", "#f0ad4e"), 2) == 1.95
     for colour in PALETTE:  # (the request chips and the block labels: white on #009E73 read 3.4:1)
         assert contrast(colour, ink_on(colour)) >= 4.5, colour
+
+
+def test_a_view_is_handed_the_lessons_outline_for_its_back_and_continue_links():
+    """(the registry hands it down: no view, no control imports the registry)"""
+    from kvviz.controls.step_links import StepLinks
+    from kvviz.nodes import BY_KEY, OUTLINE
+
+    view = BY_KEY["radix"].new_view(RadixState())
+    assert view.outline == OUTLINE
+    [links] = view.__panel__().select(StepLinks)
+    assert 'data-node="paging">← Back: 02 · ' in links.items_html
+    assert 'data-node="vllm">Continue: 04 · ' in links.items_html
+    [alone] = RadixView(state=RadixState()).__panel__().select(StepLinks)  # (outside a lesson: none)
+    assert alone.items_html == ""

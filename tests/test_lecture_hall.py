@@ -16,8 +16,8 @@ import urllib.request
 import pytest
 from postgres_support import HOSTS
 
-from benchmarks.browser import Server
 from kvviz.handin.storage import Store
+from tools.browser import Server
 
 pytestmark = pytest.mark.slow
 STUDENTS = 120

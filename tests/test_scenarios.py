@@ -12,10 +12,8 @@ from kvviz import formatting as fmt
 from kvviz.nodes.fragmentation.scenario import FragmentationScenario
 from kvviz.nodes.paging.recording import ADDS
 from kvviz.nodes.paging.scenario import PagingScenario
+from kvviz.nodes.prompts import MORE_QUESTIONS, QUESTIONS, SYSTEM_PROMPT
 from kvviz.nodes.radix.scenario import (
-    MORE_QUESTIONS,
-    QUESTIONS,
-    SYSTEM_PROMPT,
     SYSTEM_PROMPT_BLOCKS,
     UNIQUE_BLOCKS,
     RadixScenario,

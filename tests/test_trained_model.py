@@ -10,7 +10,6 @@ import torch
 
 from engine.config import ModelConfig
 from engine.model import Transformer
-from engine.train import QUICK, TrainConfig, load_documents, split_documents, train
 from engine.weights import (
     DEFAULT_WEIGHTS_PATH,
     file_sha256,
@@ -19,6 +18,7 @@ from engine.weights import (
     read_manifest,
     trained_model_config,
 )
+from tools.train import QUICK, TrainConfig, load_documents, split_documents, train
 
 # The lesson's shared system prompt (96 bytes: six blocks of 16 tokens) and its prompts.
 SYSTEM_PROMPT = (
@@ -106,7 +106,7 @@ def test_load_refuses_weights_whose_hash_differs(tmp_path):
 
 
 def test_load_names_missing_weights_file(tmp_path):
-    with pytest.raises(FileNotFoundError, match="engine.train"):
+    with pytest.raises(FileNotFoundError, match="tools.train"):
         load_trained_state_dict(tmp_path / "model.pt")
 
 
@@ -126,7 +126,7 @@ def test_split_holds_out_whole_documents_about_five_percent_per_source():
 @pytest.mark.slow
 def test_quick_training_writes_weights_that_its_manifest_vouches_for(tmp_path):
     out = tmp_path / "model.pt"
-    manifest = train(TrainConfig(**QUICK), out, command="python -m engine.train --quick")
+    manifest = train(TrainConfig(**QUICK), out, command="python -m tools.train --quick")
     assert manifest["weights_sha256"] == file_sha256(out)
     assert read_manifest(out)["final_val_loss"] == manifest["final_val_loss"] < 5.6  # below uniform, ln 256
     Transformer(trained_model_config(out)).load_state_dict(load_trained_state_dict(out))

@@ -17,11 +17,11 @@ from kvviz.nodes.vllm.client import parse_metrics
 from kvviz.nodes.vllm.monitor import Endpoints
 from kvviz.nodes.vllm.recording import RecordingError, load, parse, play
 from kvviz.nodes.vllm.scenario import LESSON_QUESTIONS
-from kvviz.nodes.vllm.server import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
 from kvviz.nodes.vllm.state import VllmState, recorded_side
 from kvviz.nodes.vllm.text import CARDS
 from kvviz.nodes.vllm.view import VllmView, cards_html, our_rows, status_html, trunk_html, vllm_rows
 from kvviz.nodes.vllm.wire import decode_frames
+from tools.vllm_server import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
 
 RAW = json.loads(recording.PATH.read_text())
 NOBODY = Endpoints("http://127.0.0.1:9", "ipc:///nonexistent/kvviz-events", "ipc:///nonexistent/kvviz-replay")

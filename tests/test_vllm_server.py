@@ -13,14 +13,14 @@ import pytest
 import vllm_support
 
 from engine import Engine, EngineConfig
-from kvviz.nodes.radix.scenario import MORE_QUESTIONS
+from kvviz.nodes.prompts import MORE_QUESTIONS
 from kvviz.nodes.vllm import client, record
 from kvviz.nodes.vllm.monitor import Monitor
 from kvviz.nodes.vllm.recording import parse, play
 from kvviz.nodes.vllm.scenario import LESSON_QUESTIONS, MAX_NEW_TOKENS, Mirror, prompt_for
-from kvviz.nodes.vllm.server import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
 from kvviz.nodes.vllm.state import VllmState
 from kvviz.nodes.vllm.view import cards_html, trunk_html, vllm_rows
+from tools.vllm_server import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
 
 # (one worker under pytest-xdist: the session's one vLLM serves every test that needs it)
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]

@@ -1,4 +1,4 @@
-"""A class server process's memory housekeeping (kvviz/web/memory.py)."""
+"""A class server process's memory housekeeping (kvviz/process/memory.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def test_the_collector_is_tuned_once_per_process_and_still_collects_cycles():
     (not a younger one) hands memory back, and a reference cycle made afterwards is still freed."""
     code = textwrap.dedent("""
         import gc, weakref
-        from kvviz.web import memory
+        from kvviz.process import memory
         assert memory.tune_gc() and not memory.tune_gc()
         assert gc.get_threshold() == memory.GC_THRESHOLDS and gc.get_freeze_count() > 1000
         trims = []

@@ -80,7 +80,7 @@ def test_a_destroyed_sessions_memory_is_handed_back_and_lessons_are_counted_unti
     import gc
 
     from kvviz.lesson import Lesson
-    from kvviz.web import memory, metrics
+    from kvviz.process import memory, metrics
 
     assert memory.give_back() in (True, False)  # (True on glibc: this machine)
     before = len(metrics._lessons)

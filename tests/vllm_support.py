@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from kvviz.nodes.vllm import server as vllm_server_module
+from tools import vllm_server as vllm_server_module
 
 _SERVER: vllm_server_module.VllmServer | None = None
 _LOCK = threading.Lock()

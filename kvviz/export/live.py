@@ -47,11 +47,11 @@ from bokeh.document.events import (
 from panel.io.state import set_curdoc
 
 from kvviz import urlstate
-from kvviz.export.recipes import Recipe, fresh
 from kvviz.export.record import Values, encode, initial_values
 from kvviz.export.site import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
 from kvviz.lesson import Lesson
 from kvviz.nodes import BY_KEY
+from kvviz.nodes.recipe import Recipe, fresh
 from kvviz.timeline import eager_snapshots
 
 MAX_QUERY = 6000  # characters of a request's query: a link of 24 capped prompts fits

@@ -216,7 +216,7 @@
       }
     }
 
-    // -- predict, then run: resolved from the recorded outcome (kvviz/nodes/predict.py's rules) --
+    // -- predict, then run: resolved from the recorded outcome (kvviz/state/predict.py's rules) --
     status(text, cls) {
       const model = this.ids.status ? this.doc.get_model_by_id(this.ids.status) : null;
       if (!model) return;

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bokeh.models import CustomJS
 
-from kvviz.export.recipes import Control
+from kvviz.nodes.recipe import Control
 
 PLAYER_JS = (Path(__file__).with_name("player.js")).read_text(encoding="utf-8")
 
@@ -109,7 +109,7 @@ def wire_predictions(models, node: str) -> dict[str, str]:
     return ids
 
 
-# Every node's predict-then-run controls need a live engine to answer (kvviz/figures/prediction.py).
+# Every node's predict-then-run controls need a live engine to answer (kvviz/controls/prediction.py).
 PREDICTION_LABELS = ("Predict: ", "Lock in my prediction")
 PREDICTION_PLACEHOLDER = "a whole number"
 

@@ -34,10 +34,11 @@ from bokeh.util.paths import bokehjs_path
 
 from kvviz import page_text
 from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
-from kvviz.export.recipes import TRANSPORT, Recipe, recipes
+from kvviz.export.recipes import recipes
 from kvviz.export.record import record
 from kvviz.lesson import CSS_PATH, NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson
 from kvviz.nodes import BY_KEY, LIVE, NODES
+from kvviz.nodes.recipe import TRANSPORT, Recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 PANEL_DIST = Path(pn.__file__).resolve().parent / "dist"

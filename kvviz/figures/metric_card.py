@@ -42,13 +42,11 @@ Buttons are found by role and name: Free R2, Reset, Add request, Release oldest,
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import panel as pn
 import param
 
-from engine import Metrics
+from kvviz.state.card import Card
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.refs import Ref, value, watch
 
@@ -63,20 +61,6 @@ def card_html(node: str, label: str, value: str, counts: str, source: str = "") 
         f'<details class="kv-more kv-q"><summary aria-label="What {e(label)} counts">?</summary>'
         f'<div class="kv-counts">{e(counts)}</div></details></div>'
     )
-
-
-@dataclass(frozen=True)
-class Card:
-    """One row of a node's metric-card table: what the view shows, the tests check and the
-    benchmarks look for (docs/architecture.md, "Metrics")."""
-
-    label: str
-    value: Callable[[Metrics], str]  # the value text, from kvviz.formatting
-    counts: str  # one line saying what the value counts (also the hover text)
-    of: str = "snapshot"  # the state parameter holding the snapshot it reads
-    # `value` reads the whole Snapshot (its requests), not only its Metrics. Such a card is shown
-    # but not listed in a node's registry `cards`, whose values read Metrics (tests, benchmarks).
-    whole: bool = False
 
 
 class MetricCard(pn.viewable.Viewer):

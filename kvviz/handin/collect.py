@@ -4,7 +4,8 @@ Reads what exists and nothing more, so it follows the explain node as it changes
 the self-checks (`responses`, `feedback` and the question texts in its module's `CHECKS`); the
 predictions (`predictions`: plain dicts {node, question, predicted, outcome, right}, on the
 explain state or on any node's state); the state link (every node's state in the URL) and the
-headline metric cards of every live node, as the student saw them.
+headline metric cards of every live node, as the student saw them. The link and the node list
+come from the page that composes the lesson (kvviz/lesson.py): nothing here reads the registry.
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ from __future__ import annotations
 from kvviz.handin.model import HandIn
 
 
-def metrics(states: dict) -> dict:
-    """{node key: {card label: card text, 'step': n}} for every live node."""
-    from kvviz.nodes import LIVE
-
+def metrics(states: dict, live) -> dict:
+    """{node key: {card label: card text, 'step': n}} for every node of `live` (the registry's
+    nodes that run engines: each has a `key` and its `cards`)."""
     out = {}
-    for n in LIVE:
+    for n in live:
         state = states.get(n.key)
         if state is None:
             continue
@@ -60,11 +60,12 @@ def predictions(states: dict) -> list[dict]:
     return out
 
 
-def collect(states: dict, student_id: str, name: str) -> HandIn:
-    """The hand-in for these states (ValueError with a sentence for a bad id or an empty name)."""
-    from kvviz import urlstate
-
+def collect(states: dict, student_id: str, name: str, describe=None) -> HandIn:
+    """The hand-in for these states (ValueError with a sentence for a bad id or an empty name);
+    `describe(states)` -> (the lesson's link, its cards' texts) is the page's (Lesson.describe);
+    without one the hand-in holds neither."""
     explain = states.get("explain")
+    query, cards = describe(states) if describe is not None else ("", {})
     return HandIn.make(student_id=student_id, name=name, answer=getattr(explain, "answer", ""),
                        checks=checks(explain), predictions=predictions(states),
-                       query=urlstate.query(None, states), metrics=metrics(states))
+                       query=query, metrics=cards)

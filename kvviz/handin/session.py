@@ -1,6 +1,6 @@
 """One browser session's hand-in: the controller every hand-in box of the page shares.
 
-    handin = HandInSession(states=lesson.states)   # one per Lesson (kvviz/lesson.py)
+    handin = HandInSession(states=lesson.states, describe=lesson.describe)   # one per Lesson (kvviz/lesson.py)
 
 The explain node's box and each node's prediction panel (kvviz/handin/view.py) are views of it:
 the display name typed in any of them, the browser's student id, the rate limit and the last
@@ -32,6 +32,8 @@ class HandInSession(param.Parameterized):
     """The session's display name, student id, rate limit and last status, shared by its boxes."""
 
     states = param.Dict(default={}, doc="the lesson's states, by node key (Lesson.states)")
+    describe = param.Callable(default=None, doc="(states) -> (the lesson's link, its cards' texts): the page's "
+                              "(Lesson.describe); None: a hand-in holds neither")
     store = param.ClassSelector(class_=Store, default=None, doc="default: the class database (KVVIZ_DB)")
     display_name = param.String(default="", doc="the display name last given in any box (cleaned, capped)")
     student_id = param.String(default="", doc="the browser's id (a box's StudentId sets it); checked before use")
@@ -77,7 +79,7 @@ class HandInSession(param.Parameterized):
         the box used. The status says what happened; the stored hand-in, or None."""
         name = self.display_name if name is None else name
         try:
-            h = collect(self.states, self.student_id, name)
+            h = collect(self.states, self.student_id, name, self.describe)
         except ValueError as e:
             self._say(str(e), "error", at)
             return None

@@ -97,14 +97,12 @@ class HandInView(pn.viewable.Viewer):
         self._layout = pn.Column(*parts, self.status, self.student, sizing_mode="stretch_width", **look)
 
     @classmethod
-    def around(cls, explain, **params) -> HandInView:
+    def around(cls, explain, describe=None, **params) -> HandInView:
         """A box with a session of its own, for an explain view built outside a lesson: its
-        states are that state and the ones it is built over (its registry `needs`, kept as
-        attributes)."""
-        from kvviz.nodes import BY_KEY
-
-        states = {**{k: getattr(explain, k) for k in BY_KEY["explain"].needs}, "explain": explain}
-        return cls(session=HandInSession(states=states), **params)
+        states are that state and the node states it is built over (`explain.nodes`, each by its
+        `key`); `describe`, as HandInSession's."""
+        states = {**{n.key: n for n in explain.nodes}, "explain": explain}
+        return cls(session=HandInSession(states=states, describe=describe), **params)
 
     # (the session's parts, as this box's: its tests and older callers use them)
     @property

@@ -9,13 +9,13 @@ import panel as pn
 import param
 
 from kvviz import formatting as fmt
+from kvviz.controls.prediction import Prediction
+from kvviz.controls.step_links import step_links
+from kvviz.controls.transport import Transport, notice_line
 from kvviz.figures.metric_card import card_row
-from kvviz.figures.prediction import Prediction
-from kvviz.figures.step_links import step_links
-from kvviz.figures.transport import Transport, notice_line
 from kvviz.handin.session import HandInSession
 from kvviz.handin.view import HandInView
-from kvviz.nodes.state_base import NodeState
+from kvviz.state.node import NodeState
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.refs import value
 
@@ -28,9 +28,9 @@ def badge(node: str, snapshot: param.Parameter) -> pn.pane.HTML:
     return LiveHTML(pn.bind(html_for, snapshot), margin=(4, 10), align="end")
 
 
-def section(key: str, *objects) -> pn.Column:
-    """A node's section, ending with its back and continue links."""
-    return pn.Column(*objects, step_links(key), sizing_mode="stretch_width",
+def section(key: str, *objects, outline=()) -> pn.Column:
+    """A node's section, ending with its back and continue links (in the lesson's `outline`)."""
+    return pn.Column(*objects, step_links(key, outline), sizing_mode="stretch_width",
                      css_classes=["kv-node", f"kv-node-{key}"], margin=(0, 0, 24, 0))
 
 
@@ -43,6 +43,7 @@ class NodeView(pn.viewable.Viewer):
 
     state = param.ClassSelector(class_=NodeState)
     on_interact = param.Callable(default=None)
+    outline = param.Parameter(default=(), doc="the lesson's nodes, (key, number, title) each (Node.outline)")
     handin = param.ClassSelector(class_=HandInSession, default=None,
                                  doc="the session's hand-in (Lesson.handin): offered under a resolved prediction")
 

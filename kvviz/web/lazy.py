@@ -17,8 +17,8 @@ import panel as pn
 import param
 from panel.custom import JSComponent
 
-from kvviz.web import metrics
-from kvviz.web.build_queue import QUEUE, served
+from kvviz.process import metrics
+from kvviz.process.build_queue import QUEUE, served
 from kvviz.web.js_source import js_source
 
 _ESM = js_source(__file__, "lazy.js")
@@ -55,7 +55,7 @@ class LazySlot(pn.viewable.Viewer):
 
     def reveal(self) -> None:
         """Build the section (once) and swap it in: at once outside a served session; in a
-        served one in two parts on the process's build queue (kvviz/web/build_queue.py), so the
+        served one in two parts on the process's build queue (kvviz/process/build_queue.py), so the
         clicks of other students are not held up. `built` turns True when it is in the page."""
         if self.built or self._asked:
             return

@@ -4,16 +4,17 @@ Panel's HTML pane recomputes every property of its Bokeh model on each change of
 (the design's stylesheets included: new stylesheet models each time), about a millisecond or
 more per pane on a laptop; a lesson action changes eight to ten such panes. The panes here
 change only their text, so that is all `LiveHTML` sends. Everything else (sizing, styles,
-visibility) still goes through Panel's ordinary property sync.
+visibility) still goes through Panel's ordinary property sync. The override is Panel's private
+`_update` (kvviz/process/private_api.py: only on the tested Panel; else Panel's own pane).
 """
 
 from __future__ import annotations
 
 import panel as pn
 
+from kvviz.process.private_api import text_only
 
+
+@text_only
 class LiveHTML(pn.pane.HTML):
     """`pn.pane.HTML` whose object updates set only the model's text."""
-
-    def _update(self, ref, model) -> None:
-        model.update(**self._process_param_change({"object": self.object}))  # (it escapes, as Panel does)

@@ -3,7 +3,7 @@ driven by Playwright (pytest-playwright's `page` fixture, launched from /usr/bin
 browser is ever downloaded).
 
     lesson_url      the base URL of a served app.py, e.g. http://localhost:PORT/app
-    served          that server (benchmarks.browser.Server): it also serves teacher.py (`base +
+    served          that server (tools.browser.Server): it also serves teacher.py (`base +
                     "teacher"`), with its class database in a temporary directory (`db`) and
                     the teacher's passphrase `teacher_key`
     page            a fresh Playwright page (pytest-playwright), console errors collected in
@@ -18,7 +18,7 @@ import secrets
 import pytest
 from playwright.sync_api import expect
 
-from benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, Server
+from tools.browser import CHROMIUM, CHROMIUM_ARGS, Server
 
 # How long an `expect` waits for its condition before failing (Playwright's default: 5 s). An
 # upper bound, not a wait: it passes as soon as the condition holds. A page's answers can take

@@ -8,8 +8,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from benchmarks.browser import Server
 from benchmarks.common import free_port
+from tools.browser import Server
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 

@@ -19,8 +19,8 @@ import pytest
 from playwright.sync_api import expect
 
 from benchmarks import classroom_protocol as bp
-from benchmarks.browser import Server
 from kvviz.handin.storage import Store
+from tools.browser import Server
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 

@@ -13,10 +13,10 @@ import urllib.request
 import pytest
 from playwright.sync_api import expect
 
-from benchmarks.browser import ROOT
 from benchmarks.common import free_port
 from kvviz.lesson import STYLESHEET_URL
 from kvviz.web import stylesheet
+from tools.browser import ROOT
 
 pytestmark = pytest.mark.ui
 

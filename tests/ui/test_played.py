@@ -156,8 +156,8 @@ def test_release_oldest_is_run_by_the_server_then_sharing_from_there(page, recor
 
 def test_a_prediction_resolves_in_the_page_from_the_recorded_outcome(page, recorded):
     """Predict, then run, with nothing sent: the verdict is the live engine's, word for word."""
-    from kvviz.nodes import predict
     from kvviz.nodes.radix.state import RadixState
+    from kvviz.state import predict
 
     live = RadixState()
     live.predict("9")

@@ -11,8 +11,8 @@ from phone_checks import FIT_JS, PHONE
 from playwright.sync_api import expect
 from ui_waits import settled
 
-from benchmarks.browser import Server
 from kvviz.nodes.vllm.recording import load
+from tools.browser import Server
 
 pytestmark = pytest.mark.ui
 

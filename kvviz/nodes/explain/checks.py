@@ -5,7 +5,8 @@ LARGEST GAP read?"); its answer is computed by doing it on a copy of that node's
 (`copy_scenario`, or the node's set-up built again with another setting), never on the node
 itself, and only after the student has answered. The question's numbers come from the live
 state, so a changed node asks a new question. `hides` names the facts (ExplainState.facts)
-that would give the answer away while the check is open.
+that would give the answer away while the check is open. A node's set-up is its own state's
+scenario class (`type(state.scenario)`): this package imports no other node's.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kvviz.nodes.fragmentation.scenario import FragmentationScenario
-from kvviz.nodes.radix.scenario import RadixScenario
 from kvviz.nodes.scenario_base import copy_scenario, fresh
 
 MAX_ADDS = 32  # node 02's "how many more" check gives up after this many requests
@@ -36,7 +35,7 @@ def _other_reserve(frag) -> int:
 
 
 def _gap_after_free(frag, _paging, _radix) -> int | None:
-    scenario = fresh(FragmentationScenario, frag.reserve)
+    scenario = fresh(type(frag.scenario), frag.reserve)
     try:
         scenario.free_r2()
     except (ValueError, KeyError):
@@ -45,7 +44,7 @@ def _gap_after_free(frag, _paging, _radix) -> int | None:
 
 
 def _empty_with_other_reserve(frag, _paging, _radix) -> int:
-    return fresh(FragmentationScenario, _other_reserve(frag)).snapshot().metrics.blocks_reserved_empty
+    return fresh(type(frag.scenario), _other_reserve(frag)).snapshot().metrics.blocks_reserved_empty
 
 
 def _admitted_before_refusal(_frag, paging, _radix) -> int | None:
@@ -60,7 +59,7 @@ def _admitted_before_refusal(_frag, paging, _radix) -> int | None:
 
 
 def _stored_with_sharing_switched(_frag, _paging, radix) -> int:  # (as RadixState._rebuild does)
-    scenario = fresh(RadixScenario, not radix.sharing)
+    scenario = fresh(type(radix.scenario), not radix.sharing)
     for kind, question in radix.ops:
         with contextlib.suppress(ValueError, KeyError):  # (an op that fails is dropped, as the node does)
             scenario.ask(question) if kind == "ask" else scenario.release_oldest()

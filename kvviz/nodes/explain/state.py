@@ -16,9 +16,7 @@ from kvviz import formatting as fmt
 from kvviz.nodes.explain import markdown
 from kvviz.nodes.explain.checks import CHECKS, SelfCheck
 from kvviz.nodes.explain.text import QUESTION
-from kvviz.nodes.fragmentation.state import FragmentationState
-from kvviz.nodes.paging.state import PagingState
-from kvviz.nodes.radix.state import RadixState
+from kvviz.state.node import NodeState
 
 BY_KEY = {c.key: c for c in CHECKS}
 TITLE = "Managing the KV cache: my answer"
@@ -33,7 +31,7 @@ class ExplainState(param.Parameterized):
     feedback = param.Dict(default={}, doc="self-check key -> a sentence on the student's answer")
     predictions = param.List(default=[], doc="every resolved prediction: {node, question, predicted, outcome, right, why}")
 
-    def __init__(self, fragmentation: FragmentationState, paging: PagingState, radix: RadixState, **params):
+    def __init__(self, fragmentation: NodeState, paging: NodeState, radix: NodeState, **params):
         super().__init__(**params)
         self.fragmentation, self.paging, self.radix = fragmentation, paging, radix
         for node in self.nodes:

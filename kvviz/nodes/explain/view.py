@@ -9,7 +9,7 @@ import io
 import panel as pn
 import param
 
-from kvviz.figures.step_links import step_links
+from kvviz.controls.step_links import step_links
 from kvviz.handin.session import HandInSession
 from kvviz.handin.view import HandInView
 from kvviz.nodes.explain import text
@@ -35,14 +35,16 @@ def question_html(state: ExplainState, key: str) -> str:
     return f'<div class="kv-question" data-check="{html.escape(key)}">{html.escape(state.question(key))}</div>'
 
 
-def predictions_html(predictions: list) -> str:
+def predictions_html(predictions: list, outline=()) -> str:
+    """`outline`: the lesson's nodes, (key, number, title) each: a prediction is named by its node's number."""
     if not predictions:
         return ""
-    from kvviz.nodes import BY_KEY  # (at call time: the registry imports this view)
-
+    numbers = {key: number for key, number, _title in outline}
     e = html.escape
     def where(p) -> str:  # (a self-check's question already names its node)
-        node = f"Node {BY_KEY[p['node']].number}"
+        if p["node"] not in numbers:
+            return ""
+        node = f"Node {numbers[p['node']]}"
         return "" if p["question"].startswith(node) else f"{node}: "
 
     items = "".join(
@@ -56,6 +58,7 @@ def predictions_html(predictions: list) -> str:
 class ExplainView(pn.viewable.Viewer):
     state = param.ClassSelector(class_=ExplainState)
     on_interact = param.Callable(default=None, doc="unused: explain it back has no engine of its own")
+    outline = param.Parameter(default=(), doc="the lesson's nodes, (key, number, title) each (Node.outline)")
     handin = param.ClassSelector(class_=HandInSession, default=None,
                                  doc="the session's hand-in (Lesson.handin); default: one over this state's own")
 
@@ -102,10 +105,10 @@ class ExplainView(pn.viewable.Viewer):
             facts,
             pn.pane.Markdown(text.CHECKS_HEADING, sizing_mode="stretch_width", css_classes=["kv-prose"]),
             pn.FlexBox(*checks, flex_wrap="wrap", sizing_mode="stretch_width"),
-            LiveHTML(pn.bind(predictions_html, s.param.predictions), sizing_mode="stretch_width"),
+            LiveHTML(pn.bind(predictions_html, s.param.predictions, self.outline), sizing_mode="stretch_width"),
             download,
             self.handin_box,
-            step_links("explain"),
+            step_links("explain", self.outline),
             sizing_mode="stretch_width", css_classes=["kv-node", "kv-node-explain"],
         )
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kvviz.export.recipes import TRANSPORT, Control, Recipe, fresh
 from kvviz.nodes.fragmentation import text
 from kvviz.nodes.fragmentation.state import FragmentationState
+from kvviz.nodes.recipe import TRANSPORT, Control, Recipe, fresh
 
 CONTROLLER = """{
   reserve(n, v) { n.reserve = v; n.go(`r${v}f${n.freed ? 1 : 0}`); },

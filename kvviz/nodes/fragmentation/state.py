@@ -7,9 +7,9 @@ import param
 from engine import Snapshot
 from kvviz.nodes.fragmentation import text
 from kvviz.nodes.fragmentation.scenario import LONG_REQUEST_BLOCKS, FragmentationScenario
-from kvviz.nodes.predict import Question
 from kvviz.nodes.scenario_base import fresh
-from kvviz.nodes.state_base import NodeState
+from kvviz.state.node import NodeState
+from kvviz.state.predict import Question
 
 
 class FragmentationState(NodeState):

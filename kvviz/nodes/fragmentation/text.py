@@ -2,9 +2,9 @@
 
 from engine import ceil_div
 from kvviz import formatting as fmt
-from kvviz.figures.metric_card import Card
 from kvviz.nodes.fragmentation.scenario import KV_TOKENS, LONG_REQUEST_BLOCKS, PROMPTS, FragmentationScenario
 from kvviz.nodes.scenario_base import BLOCK_SIZE
+from kvviz.state.card import Card
 
 TITLE = "Fragmentation"
 _NEEDED = ceil_div(KV_TOKENS, BLOCK_SIZE)  # blocks each reply's KV fills: 4

@@ -46,4 +46,5 @@ class FragmentationView(NodeView):
             prose(text.MORE),
             badge(s.key, s.param.snapshot),
             RequestList(snapshot=s.param.snapshot, node=s.key, pool="contiguous", why=False),
+            outline=self.outline,
         )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kvviz.export.recipes import TRANSPORT, Control, Recipe, fresh
 from kvviz.nodes.paging import text
+from kvviz.nodes.recipe import TRANSPORT, Control, Recipe, fresh
 
 ADDS = 8  # the recording holds this many Add requests of the default stream
 

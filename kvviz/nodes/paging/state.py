@@ -7,9 +7,9 @@ import param
 from engine import Snapshot
 from kvviz.nodes.paging import text
 from kvviz.nodes.paging.scenario import PagingScenario
-from kvviz.nodes.predict import Question
 from kvviz.nodes.scenario_base import fresh
-from kvviz.nodes.state_base import Added, NodeState
+from kvviz.state.node import Added, NodeState
+from kvviz.state.predict import Question
 
 
 class PagingState(NodeState):

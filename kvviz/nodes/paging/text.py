@@ -1,8 +1,8 @@
 """Node 02's prose and metric cards (static: no user text goes through these strings)."""
 
 from kvviz import formatting as fmt
-from kvviz.figures.metric_card import Card
 from kvviz.nodes.paging.scenario import PagingScenario
+from kvviz.state.card import Card
 
 TITLE = "PagedAttention"
 _SLAB = PagingScenario.RESERVE_BLOCKS

@@ -48,4 +48,5 @@ class PagingView(NodeView):
             badge(s.key, s.param.paged),
             RequestList(snapshot=s.param.paged, also=s.param.contiguous, node=s.key, pool="paged",
                         also_pool="contiguous"),
+            outline=self.outline,
         )

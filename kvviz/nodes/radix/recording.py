@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kvviz.export.recipes import TRANSPORT, Control, Recipe, fresh
 from kvviz.nodes.radix import text
 from kvviz.nodes.radix.state import RadixState
+from kvviz.nodes.recipe import TRANSPORT, Control, Recipe, fresh
 
 CONTROLLER = """{
   sharing(n, on) { n.go(on ? "s1" : "s0"); },

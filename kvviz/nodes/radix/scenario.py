@@ -7,30 +7,12 @@ import re
 
 from engine import Engine, EngineConfig
 from engine.util import ceil_div
+from kvviz.nodes.prompts import QUESTION_CLOSE, QUESTION_OPEN, QUESTIONS, SYSTEM_PROMPT
 from kvviz.nodes.scenario_base import BLOCK_SIZE, WEIGHTS, OnePool, max_new_for
 from kvviz.timeline import Timeline
 
-# One 96-byte system prompt (6 full blocks) shared by four questions. A question is asked as
-# "Q: <question>\nA:", the form the model was trained to answer.
-SYSTEM_PROMPT = "You are a patient teacher. Explain how computers use memory, caches and pages, in plain words.\n\n"
-SYSTEM_PROMPT_BLOCKS = 6
-QUESTIONS = (
-    "What is a KV cache?",
-    "What is attention?",
-    "What is a token?",
-    "What is preemption?",
-)
-QUESTION_OPEN, QUESTION_CLOSE = "Q: ", "\nA:"
+SYSTEM_PROMPT_BLOCKS = 6  # (kvviz/nodes/prompts.py: one 96-byte system prompt, four questions after it)
 UNIQUE_BLOCKS = 3
-# Questions offered to students one after another in the prompt box (after the four above).
-MORE_QUESTIONS = (
-    "What is a block?",
-    "What is thrashing?",
-    "What is eviction?",
-    "What is a page table?",
-    "What is a radix tree?",
-    "What is a cache hit?",
-)
 assert len(SYSTEM_PROMPT.encode()) == SYSTEM_PROMPT_BLOCKS * BLOCK_SIZE
 
 

@@ -8,11 +8,12 @@ import param
 
 from engine import Snapshot
 from kvviz import formatting as fmt
-from kvviz.nodes.predict import Question
+from kvviz.nodes.prompts import MORE_QUESTIONS, QUESTIONS
 from kvviz.nodes.radix import text
-from kvviz.nodes.radix.scenario import MORE_QUESTIONS, QUESTIONS, RadixScenario
+from kvviz.nodes.radix.scenario import RadixScenario
 from kvviz.nodes.scenario_base import fresh
-from kvviz.nodes.state_base import Added, NodeState
+from kvviz.state.node import Added, NodeState
+from kvviz.state.predict import Question
 
 
 class RadixState(NodeState):

@@ -1,8 +1,8 @@
 """Node 03's prose and metric cards (static: no user text goes through these strings)."""
 
 from kvviz import formatting as fmt
-from kvviz.figures.metric_card import Card
 from kvviz.nodes.radix.scenario import RadixScenario
+from kvviz.state.card import Card
 
 TITLE = "RadixAttention"
 

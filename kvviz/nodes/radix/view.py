@@ -73,4 +73,5 @@ class RadixView(NodeView):
             prose(text.MORE),
             badge(s.key, s.param.snapshot),
             RequestList(snapshot=s.param.snapshot, node=s.key, pool="paged"),
+            outline=self.outline,
         )

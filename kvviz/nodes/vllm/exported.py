@@ -9,7 +9,7 @@ Sending questions needs a vLLM: those controls are hidden in recording mode, and
 
 from __future__ import annotations
 
-from kvviz.export.recipes import Control, Recipe
+from kvviz.nodes.recipe import Control, Recipe
 from kvviz.nodes.vllm import text
 
 CONTROLLER = """{

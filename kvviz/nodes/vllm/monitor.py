@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 import zmq
 
-from kvviz.nodes.vllm import server
 from kvviz.nodes.vllm.cache_tree import CacheTree, TreeView
 from kvviz.nodes.vllm.client import VllmMetrics, fetch_metrics, served_model
 from kvviz.nodes.vllm.wire import EventBatch, decode_frames
+from tools import vllm_server as server
 
 SCRAPE_S = 1.0  # /metrics period
 HISTORY = 600  # samples kept for the plots: one per change of the metrics, at least every HEARTBEAT_S

@@ -20,11 +20,12 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kvviz.nodes.radix.scenario import MORE_QUESTIONS
-from kvviz.nodes.vllm import client, server
+from kvviz.nodes.prompts import MORE_QUESTIONS
+from kvviz.nodes.vllm import client
 from kvviz.nodes.vllm.monitor import Endpoints, Monitor, VllmSnapshot
 from kvviz.nodes.vllm.recording import FORMAT, PATH, RecordingError, parse, play
 from kvviz.nodes.vllm.scenario import LESSON_QUESTIONS, MAX_NEW_TOKENS, prompt_for
+from tools import vllm_server as server
 
 PAUSE_S = 2.0  # seconds between the parts of the session, so the charts show each one
 

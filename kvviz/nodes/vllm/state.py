@@ -21,7 +21,7 @@ import param
 
 from engine import Snapshot
 from kvviz import formatting as fmt
-from kvviz.nodes.radix.scenario import MORE_QUESTIONS
+from kvviz.nodes.prompts import MORE_QUESTIONS
 from kvviz.nodes.vllm import client, monitor, recording
 from kvviz.nodes.vllm.monitor import VllmSnapshot
 from kvviz.nodes.vllm.recording import Played

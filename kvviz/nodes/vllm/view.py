@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 
 import panel as pn
+import param
 
 from engine.tokenizer import ByteTokenizer
 from kvviz import formatting as fmt
@@ -21,10 +22,10 @@ from kvviz.figures.live_lines import LiveLines
 from kvviz.figures.metric_card import card_html
 from kvviz.nodes.view_base import prose, section
 from kvviz.nodes.vllm import text
-from kvviz.nodes.vllm.server import MODEL_NAME, NUM_BLOCKS
 from kvviz.nodes.vllm.state import VllmState
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.redraw import Redraw
+from tools.vllm_server import MODEL_NAME, NUM_BLOCKS
 
 POLL_MS = 500
 STATUS_COLOURS = {"connected": "#009E73", "recording": "#0072B2", "waiting": "#E69F00", "disconnected": "#D55E00"}
@@ -169,6 +170,8 @@ def notice_html(state: VllmState) -> str:
 
 
 class VllmView(pn.viewable.Viewer):
+    outline = param.Parameter(default=(), doc="the lesson's nodes, (key, number, title) each (Node.outline)")
+
     def __init__(self, state: VllmState, on_interact=None, **params):
         super().__init__(**params)
         self.state, self.on_interact, s = state, on_interact, state
@@ -208,7 +211,7 @@ class VllmView(pn.viewable.Viewer):
             "vllm", self.panes[status_html], prose(text.PROSE), self.send_row, self.replay,
             self.try_live, self.try_recorded, self.panes[notice_html], self.panes[cards_html],
             self.panes[trunk_html], self.vllm_tree, self.usage, self.load,
-            self.panes[same_html], self.our_tree, self.panes[exchanges_html], prose(text.LIMITS))
+            self.panes[same_html], self.our_tree, self.panes[exchanges_html], prose(text.LIMITS), outline=self.outline)
 
     def _text(self, fn) -> None:
         html_now = fn(self.state)

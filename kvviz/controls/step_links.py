@@ -3,7 +3,8 @@
 On the full page a link scrolls to its node's section (found by its `kv-node-<key>` class, as
 the navigation does); on a node served alone (`?node=paging`, e.g. in an iframe) there is no
 such section, so the link opens that node's own page. Labels and keys are the registry's
-(static lesson text, escaped).
+(static lesson text, escaped), handed in by the view as the lesson's outline: (key, number,
+title) of every node in page order (`Node.outline`, set by kvviz/nodes/__init__.py).
 """
 
 from __future__ import annotations
@@ -37,12 +38,10 @@ class StepLinks(JSComponent):
     _esm = _ESM
 
 
-def step_links(key: str) -> StepLinks:
-    """The back and continue links of node `key`, in the registry's order."""
-    from kvviz.nodes import NODES  # (at call time: the registry imports every node's view)
-
-    keys = [n.key for n in NODES]
-    i = keys.index(key)
-    near = [(n.key, n.number, n.title) if n else None
-            for n in (NODES[i - 1] if i > 0 else None, NODES[i + 1] if i + 1 < len(NODES) else None)]
+def step_links(key: str, outline) -> StepLinks:
+    """The back and continue links of node `key`, in the order of `outline`: (key, number, title)
+    of every node of the lesson (empty: no links, a view built outside the lesson)."""
+    keys = [k for k, _number, _title in outline]
+    i = keys.index(key) if key in keys else -1
+    near = [tuple(outline[j]) if 0 <= j < len(outline) and i >= 0 else None for j in (i - 1, i + 1)]
     return StepLinks(items_html=links_html(*near), sizing_mode="stretch_width", margin=(8, 10))

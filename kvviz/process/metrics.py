@@ -1,8 +1,8 @@
 """What a class server's status page reads from each backend process: sessions, pages, nodes built
 and the timeline memo, as Prometheus metrics (prometheus_client).
 
-`install()` runs for every session (app.py calls it): it counts the session, and when the session
-is destroyed; the first time in a process it also, when `KVVIZ_METRICS_PORT` is set
+`install(MEMO)` runs for every session (app.py calls it, handing in the timeline memo): it counts
+the session, and when the session is destroyed; the first time in a process it also, when `KVVIZ_METRICS_PORT` is set
 (deploy/class_server.py gives each backend its own), serves the metrics on 127.0.0.1 at that
 port. Nothing here is per student: counts only.
 """
@@ -17,7 +17,7 @@ import panel as pn
 from prometheus_client import REGISTRY, Counter, Gauge, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 
-from kvviz.web import memory
+from kvviz.process import memory
 
 SESSIONS = Gauge("kvviz_sessions", "Browser sessions this process holds now")
 PAGES = Counter("kvviz_pages_built", "Pages built (one per session)")
@@ -29,14 +29,17 @@ _lessons: weakref.WeakSet = weakref.WeakSet()  # every Lesson still in memory (a
 
 
 class _MemoCollector:
-    """The timeline memo's size and its hits and misses, read when scraped."""
+    """The timeline memo's size and its hits and misses (any object with `len`, `hits` and
+    `misses`: the page hands in kvviz.timeline.MEMO), read when scraped."""
+
+    def __init__(self, memo=None):
+        self.memo = memo
 
     def collect(self):
-        from kvviz.timeline import MEMO
-
-        yield GaugeMetricFamily("kvviz_memo_states", "States kept in the timeline memo", value=len(MEMO))
-        yield GaugeMetricFamily("kvviz_memo_hits", "Operations read from the timeline memo", value=MEMO.hits)
-        yield GaugeMetricFamily("kvviz_memo_misses", "Operations the engine had to run", value=MEMO.misses)
+        if (memo := self.memo) is not None:
+            yield GaugeMetricFamily("kvviz_memo_states", "States kept in the timeline memo", value=len(memo))
+            yield GaugeMetricFamily("kvviz_memo_hits", "Operations read from the timeline memo", value=memo.hits)
+            yield GaugeMetricFamily("kvviz_memo_misses", "Operations the engine had to run", value=memo.misses)
         yield GaugeMetricFamily("kvviz_lessons_alive", "Sessions' lessons still in memory (destroyed ones included "
                                 "until collected)", value=len(_lessons))
 
@@ -54,13 +57,14 @@ def track(lesson) -> None:
     _lessons.add(lesson)
 
 
-def install() -> None:
-    """Count this session, and set up the process's metrics the first time."""
+def install(memo=None) -> None:
+    """Count this session, and set up the process's metrics the first time; `memo`: the timeline
+    memo whose size, hits and misses it reports (app.py hands in kvviz.timeline.MEMO)."""
     global _installed
     with _lock:
         first, _installed = not _installed, True
     if first:
-        REGISTRY.register(_MemoCollector())
+        REGISTRY.register(_MemoCollector(memo))
         if (port := metrics_port()) is not None:
             start_http_server(port, addr="127.0.0.1")
     SESSIONS.inc()

@@ -1,7 +1,7 @@
 """Predict, then run: the question asked before a node's key action, a box or a choice to commit
 to an answer, and, once the action has run, the engine's outcome beside the prediction.
 
-The state holds everything (kvviz/nodes/state_base.py, `predict`, `predicted`, `predictions`);
+The state holds everything (kvviz/state/node.py, `predict`, `predicted`, `predictions`);
 this only draws it. Question texts are the lesson's; what the student typed is escaped. Under
 the engine's verdict it shows `after_verdict()`, built the first time a verdict shows (the node
 view hands it the session's compact hand-in box, kvviz/handin/view.py; nothing without one).
@@ -14,8 +14,8 @@ import html
 import panel as pn
 import param
 
-from kvviz.nodes import predict
-from kvviz.nodes.state_base import NodeState
+from kvviz.state import predict
+from kvviz.state.node import NodeState
 from kvviz.web.live_html import LiveHTML
 
 

@@ -18,7 +18,7 @@ import os
 import panel as pn
 import param
 
-from kvviz.nodes.state_base import NodeState
+from kvviz.state.node import NodeState
 from kvviz.web import redraw
 from kvviz.web.a11y import AccessibleNames
 from kvviz.web.live_html import LiveHTML

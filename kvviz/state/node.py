@@ -16,7 +16,7 @@ import enum
 import param
 
 from kvviz import formatting as fmt
-from kvviz.nodes import predict
+from kvviz.state import predict
 
 
 class Added(enum.Enum):
@@ -96,7 +96,7 @@ class NodeState(param.Parameterized):
         self._say(f"That did not work: {why}.")
         return False
 
-    # -- predict, then run (kvviz/nodes/predict.py) ----------------------------------------
+    # -- predict, then run (kvviz/state/predict.py) ----------------------------------------
     def question(self) -> predict.Question | None:
         """The prediction asked before the node's key action, or None while there is none."""
         return None

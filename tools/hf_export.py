@@ -1,7 +1,7 @@
 """Our trained model as a Hugging Face Llama checkpoint, so a real serving engine (vLLM) can run
 the very weights the lesson's engine runs.
 
-    python -m engine.hf_export OUT_DIR       # config.json, model.safetensors, tokenizer files
+    python -m tools.hf_export OUT_DIR       # config.json, model.safetensors, tokenizer files
 
 The architecture is Llama's, name for name: RMSNorm before attention and before the MLP, grouped
 KV heads, RoPE rotating the pairs (i, i + head_dim/2) exactly as HF's `rotate_half` does (so the

@@ -1,8 +1,8 @@
 """A real vLLM (the CPU build, in its own virtual environment) serving kvviz's own trained model.
 
-    python kvviz/nodes/vllm/server.py [--port 8000]     # what `make vllm` runs (in the foreground)
+    python tools/vllm_server.py [--port 8000]     # what `make vllm` runs (in the foreground)
 
-It serves the checkpoint `python -m engine.hf_export` makes from assets/model.pt, on 127.0.0.1,
+It serves the checkpoint `python -m tools.hf_export` makes from assets/model.pt, on 127.0.0.1,
 with prefix caching, blocks of 32 tokens (vLLM's CPU attention needs a multiple of 32), a small
 pool of 64 blocks (so a class sees eviction and preemption), KV events over ZeroMQ on local
 `ipc://` sockets (a `tcp://*` endpoint would publish to the whole network), eager mode (ready in
@@ -26,7 +26,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[1]
 VENV = Path(os.environ.get("KVVIZ_VLLM_VENV", ROOT / ".venv-vllm"))
 PYTHON = VENV / "bin" / "python"
 MODEL_DIR = VENV / "kvviz-model"
@@ -66,8 +66,8 @@ def environment() -> dict[str, str]:
 
 
 def export_model(out: Path = MODEL_DIR) -> Path:
-    """Our weights as a Llama checkpoint (python -m engine.hf_export), made with vLLM's Python."""
-    subprocess.run([str(PYTHON), "-m", "engine.hf_export", str(out)], cwd=ROOT, check=True,
+    """Our weights as a Llama checkpoint (python -m tools.hf_export), made with vLLM's Python."""
+    subprocess.run([str(PYTHON), "-m", "tools.hf_export", str(out)], cwd=ROOT, check=True,
                    stdout=subprocess.DEVNULL)
     return out
 

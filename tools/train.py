@@ -1,10 +1,10 @@
 """Train the engine's own byte-level model, on CPU, in a few minutes.
 
-    python -m engine.train                  # the recipe behind assets/model.pt and model.json
-    python -m engine.train --quick          # a tiny run that checks the pipeline end to end
+    python -m tools.train                  # the recipe behind assets/model.pt and model.json
+    python -m tools.train --quick          # a tiny run that checks the pipeline end to end
 
 The corpus is one every machine has, CPython's `pydoc_data.topics` (the Python documentation
-topics, PSF licence), plus the notes in engine/corpus/*.txt about caches, memory, paging,
+topics, PSF licence), plus the notes in tools/corpus/*.txt about caches, memory, paging,
 operating systems and LLM serving, which make the lesson's continuations fit its story.
 Losses are in nats per byte (the model's tokens are bytes).
 """
@@ -52,7 +52,7 @@ class TrainConfig:
     seed: int = 0
     batch_size: int = 32  # windows per step
     context: int = 256  # bytes per window
-    notes_per_batch: int = 8  # of the batch_size windows, how many come from engine/corpus
+    notes_per_batch: int = 8  # of the batch_size windows, how many come from tools/corpus
     lr: float = 3e-3
     min_lr: float = 3e-4  # the cosine schedule ends here
     warmup_steps: int = 50
@@ -299,7 +299,7 @@ def train(cfg: TrainConfig, out: Path, command: str) -> dict:
         "licence": {
             "weights": "Derived from the corpus below; distributed under the project's terms (see assets/LICENSE-model.md).",
             "pydoc": "CPython's pydoc_data.topics, Copyright Python Software Foundation, PSF License Agreement.",
-            "notes": "engine/corpus/*.txt, written for this project, under the project's terms.",
+            "notes": "tools/corpus/*.txt, written for this project, under the project's terms.",
         },
         "trained_with": {
             "python": platform.python_version(),
@@ -324,7 +324,7 @@ def _corpus_description(docs: list[Document], split: Split) -> dict:
         "sources": {
             "pydoc": "CPython pydoc_data.topics (Python documentation topics), one document per topic; "
             "typographic quotes and dashes spelled in ASCII",
-            "notes": "engine/corpus/*.txt: plain-English notes on caches, memory, paging, operating systems "
+            "notes": "tools/corpus/*.txt: plain-English notes on caches, memory, paging, operating systems "
             "and LLM serving; one document per paragraph",
         },
         "bytes": {s: {"train": len(split.train[s]), "val": len(split.val[s])} for s in split.train},
@@ -335,7 +335,7 @@ def _corpus_description(docs: list[Document], split: Split) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m engine.train", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.train", description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, help=f"optimizer steps (default {TrainConfig.steps})")
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
     parser.add_argument(
@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or (
         Path(tempfile.gettempdir()) / "kvviz-train-quick" / "model.pt" if args.quick else DEFAULT_WEIGHTS_PATH
     )
-    train(cfg, out, command=shlex.join(["python", "-m", "engine.train", *argv]))
+    train(cfg, out, command=shlex.join(["python", "-m", "tools.train", *argv]))
 
 
 if __name__ == "__main__":
