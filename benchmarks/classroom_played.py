@@ -24,6 +24,13 @@ It starts `make class`'s server (deploy/class_server.py: nginx in front of BACKE
    on screen; every websocket the page opens; Play's pace (steps per second against the
    nominal 4); scrolling to node 03: the time until its strip is on screen; then a typed
    question: from Enter to the engine's answer drawn in the page.
+
+`--clients-nice N` stands the students' side for their own devices, which in a class are not the
+server's cores: the crowd and the Chromiums run at niceness N, and so do their sessions'
+*autogroups* (Linux shares the CPU between sessions first, so a process's niceness alone does
+not count against the server's processes, each in its own session); the typers, whose questions
+are timed, run apart at the normal priority. Each answer's `Server-Timing` says how long it
+waited in the backend and how long its engine computed.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import random
 import re
@@ -99,23 +107,32 @@ async def live_question(host: str, port: int, k: int, source: str, after: int) -
 
 
 async def crowd(host: str, port: int, students: int, arrive_s: float, typers: int,
-                after: int) -> tuple[list, list]:
+                after: int, start_at: float, part: str = "all") -> tuple[list, list]:
+    """The class arriving from the wall-clock time `start_at`: every student (`part` "all"), only
+    the TYPERS ("typers") or only the others ("others"), the same students and times in each."""
     rng = random.Random(7)
     arrivals = sorted(rng.uniform(0, arrive_s) for _ in range(students))
     typing = {i: k for k, i in enumerate(rng.sample(range(students), min(typers, students)))}
-    t_start = time.perf_counter()
+    reads = {i: rng.uniform(1, 5) for i in sorted(typing)}  # (reads, then types)
+    mine = [i for i in range(students) if part == "all" or (i in typing) == (part == "typers")]
 
     async def one(i: int, at: float):
-        await asyncio.sleep(max(0.0, at - (time.perf_counter() - t_start)))
+        await asyncio.sleep(max(0.0, start_at + at - time.time()))
         visit = await first_visit(host, port, source_address(i))
         live = None
         if i in typing:
-            await asyncio.sleep(rng.uniform(1, 5))  # (reads, then types)
+            await asyncio.sleep(reads[i])
             live = await live_question(host, port, typing[i], source_address(i), after)
         return visit, live
 
-    results = await asyncio.gather(*(one(i, at) for i, at in enumerate(arrivals)))
+    results = await asyncio.gather(*(one(i, arrivals[i]) for i in mine))
     return [v for v, _ in results], [lv for _, lv in results if lv is not None]
+
+
+def _typers_apart(out, *args) -> None:
+    """The typers, in a process of their own session at the normal priority (see --clients-nice)."""
+    os.setsid()
+    out.put(asyncio.run(crowd(*args, part="typers")))
 
 
 def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> None:
@@ -267,18 +284,35 @@ def main(argv: list[str] | None = None) -> int:
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), a.clients_nice)  # (this thread, its children)
                 target(*args)
 
-            if a.clients_nice:  # (this process's session: the crowd; the server's run in their own)
+            # --clients-nice: the students' side stands for their own devices. The crowd and the
+            # Chromiums run niced, in sessions niced too; the typers, whose questions are timed, run
+            # apart at the normal priority (light: one request each), so that a niced measuring
+            # process does not add its own waits to what it measures.
+            typers_out = None
+            start_at = time.time() + 2.0  # (the class comes in from then: every part of it)
+            if a.clients_nice:
+                ctx = multiprocessing.get_context("fork")  # (before any thread of ours starts)
+                typers_out = ctx.Queue()
+                typers = ctx.Process(target=_typers_apart, args=(typers_out, "127.0.0.1", a.port, a.students,
+                                                                 a.arrive_s, a.typers, after, start_at))
+                typers.start()
+                # (this process's session: the crowd; the server's processes run in their own)
                 result["autogroups_reniced"] = renice_autogroup(os.getpid(), a.clients_nice)
             threads = [threading.Thread(target=niced, args=(chromium_probe, base, out, 24, a.clients_nice))
                        for out in probes]
             for t in threads:
                 t.start()
             crowd_out: list = []
+            args = ("127.0.0.1", a.port, a.students, a.arrive_s, a.typers, after, start_at)
             crowd_thread = threading.Thread(target=niced, args=(
-                lambda: crowd_out.append(asyncio.run(crowd("127.0.0.1", a.port, a.students, a.arrive_s, a.typers, after))),))
+                lambda: crowd_out.append(asyncio.run(crowd(*args, part="others" if typers_out else "all"))),))
             crowd_thread.start()
             crowd_thread.join()
             visits, lives = crowd_out[0]
+            if typers_out:
+                more_visits, lives = typers_out.get(timeout=600)
+                visits += more_visits
+                typers.join()
             for t in threads:
                 t.join()
     finally:
