@@ -6,6 +6,7 @@ tests agree on the exact strings (docs/architecture.md, "Metrics": the value for
 
 from __future__ import annotations
 
+import functools
 import math
 import unicodedata
 
@@ -111,6 +112,7 @@ def backend_badge(snap: Snapshot) -> str:
     return f"{snap.backend} · {snap.device.upper()}"
 
 
+@functools.lru_cache(maxsize=8192)  # (a block's text is drawn again at every state it stays the same)
 def printable(text: str) -> str:
     """Text as a person can read it: control, unassigned and combining characters and the
     replacement character (bytes that are not valid UTF-8) become '·', newlines '⏎'.

@@ -48,17 +48,25 @@ class Recording:
 
 
 class Values:
-    """Each distinct value once (`values`), by its JSON text: `intern(value)` is its index."""
+    """Each distinct value once (`values`), by its JSON text: `intern(value)` is its index.
+
+    A property's encoded value is one object until the property changes, and a walk interns it
+    at every state: the same object is looked up by identity, not written as JSON again."""
 
     def __init__(self) -> None:
         self.values: list = []
         self._index: dict[str, int] = {}
+        self._seen: dict[int, tuple[object, int]] = {}  # id -> (the object, kept alive; its index)
 
     def intern(self, value) -> int:
+        seen = self._seen.get(id(value))
+        if seen is not None and seen[0] is value:
+            return seen[1]
         text = json.dumps(value, sort_keys=True, separators=(",", ":"))
         if text not in self._index:
             self._index[text] = len(self.values)
             self.values.append(value)
+        self._seen[id(value)] = (value, self._index[text])
         return self._index[text]
 
 

@@ -19,6 +19,7 @@ one (a phone); `kvviz/figures/reflow.py` switches between them in the browser.
 
 from __future__ import annotations
 
+import numpy as np
 from bokeh.models import Quad, Rect, Segment, Text
 
 from engine import Snapshot
@@ -135,23 +136,28 @@ def hatch_data(cells: dict) -> dict:
     """Every cell's HATCH_LINES stripes, in both layouts. The geometry never changes; a cell's
     pattern only shows or hides its stripes (alpha) and colours them, so an update sends just
     the `colour` and `alpha` columns. Reserved ("/"): the diagonals in the owner's colour;
-    copy ("."): the rules, dotted."""
-    lines: dict[str, list] = {k: [] for k in ("colour", "alpha", "dash")}
+    copy ("."): the rules, dotted. (Row i * HATCH_LINES + j is cell i's stripe j.)"""
+    patterns = cells["hatch"]
+    n = len(patterns)
+    if not n:
+        return {k: [] for k in ("colour", "alpha", "dash", *(c + s for s in LAYOUTS for c in ("x0", "y0", "x1", "y1")))}
+    diagonal = np.arange(HATCH_LINES) < DIAGONALS
+    shown = np.where(diagonal[None, :], np.asarray([p == "/" for p in patterns])[:, None],
+                     np.asarray([p == "." for p in patterns])[:, None])
+    line = cells["line"]
+    lines: dict[str, object] = {
+        "colour": [line[i] if shown[i, j] and diagonal[j] else "#333333" for i in range(n) for j in range(HATCH_LINES)],
+        "alpha": np.where(shown, np.where(diagonal, 0.8, 0.6)[None, :], 0.0).ravel(),
+        "dash": ["solid" if d else "dotted" for d in diagonal] * n,
+    }
+    stripes = np.asarray(STRIPES)  # (HATCH_LINES, 4): dx0, dy0, dx1, dy1 from the centre
     for suffix in LAYOUTS:
-        for k in ("x0", "y0", "x1", "y1"):
-            lines[k + suffix] = []
-    for i, pattern in enumerate(cells["hatch"]):
-        for j, stripe in enumerate(STRIPES):
-            diagonal = j < DIAGONALS
-            shown = pattern == ("/" if diagonal else ".")
-            lines["colour"].append(cells["line"][i] if shown and diagonal else "#333333")
-            lines["alpha"].append((0.8 if diagonal else 0.6) if shown else 0.0)
-            lines["dash"].append("solid" if diagonal else "dotted")
-            for suffix in LAYOUTS:
-                x, y, sx = cells["x" + suffix][i], cells["y" + suffix][i], cells["cw" + suffix][i] / CELL_W
-                for k, centre, d, scale in zip(("x0", "y0", "x1", "y1"), (x, y, x, y), stripe, (sx, 1, sx, 1),
-                                               strict=True):
-                    lines[k + suffix].append(centre + d * scale)
+        x, y = np.asarray(cells["x" + suffix], dtype=float), np.asarray(cells["y" + suffix], dtype=float)
+        sx = np.asarray(cells["cw" + suffix], dtype=float) / CELL_W
+        lines["x0" + suffix] = (x[:, None] + stripes[None, :, 0] * sx[:, None]).ravel()
+        lines["y0" + suffix] = (y[:, None] + stripes[None, :, 1]).ravel()
+        lines["x1" + suffix] = (x[:, None] + stripes[None, :, 2] * sx[:, None]).ravel()
+        lines["y1" + suffix] = (y[:, None] + stripes[None, :, 3]).ravel()
     return lines
 
 

@@ -105,9 +105,11 @@ def binary(columns: dict[str, list]) -> dict:
     for name, values in columns.items():
         if isinstance(values, np.ndarray):
             out[name] = values.copy()
-        elif not len(values) or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            continue
+        kinds = set(map(type, values))  # (the few types of a column, not every value's)
+        if not kinds or not all(issubclass(k, int | float) and not issubclass(k, bool) for k in kinds):
             out[name] = list(values)
-        elif all(isinstance(v, int) for v in values):
+        elif all(issubclass(k, int) for k in kinds):
             out[name] = np.asarray(values, dtype=np.int32)
         else:
             out[name] = np.asarray(values, dtype=np.float64)
