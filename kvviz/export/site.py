@@ -183,7 +183,9 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
             continue
         state = lesson.states[key]
         rec = record(doc, state, recipe.branches, lambda r=recipe, s=state: r.branches[r.default](s), _link(key))
-        ids = {"view": _by_class(doc, f"kv-recorded-{key}"), "live": _by_class(doc, f"kv-live-{key}")}
+        ids = {"view": _by_class(doc, f"kv-recorded-{key}")}
+        if any(f"kv-live-{key}" in (getattr(m, "css_classes", None) or []) for m in doc.models):
+            ids["live"] = _by_class(doc, f"kv-live-{key}")  # (a node with a line under its controls for it)
         order = [m.id for m in model_order(doc.get_model_by_id(ids["view"]))]
         place = {mid: i for i, mid in enumerate(order)}
         placed[key] = [[place[mid], attr] for mid, attr in rec.props]
