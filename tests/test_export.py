@@ -7,6 +7,7 @@ import gzip
 import html
 import json
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvviz.export.recipes import recipes
-from kvviz.export.record import encode
+from kvviz.export.record import encode, initial_values
 from kvviz.nodes import BY_KEY, LIVE
 
 pytestmark = pytest.mark.slow
@@ -39,6 +40,21 @@ def recordings(static_site) -> dict[str, dict]:
         ((key, packed),) = REGISTER.findall(text)
         out[key] = json.loads(gzip.decompress(base64.b64decode(packed)))
     return out
+
+
+def test_reading_a_views_properties_skips_deprecated_aliases():
+    """A hover tool's `toggleable` is another name for `visible` (deprecated in Bokeh 3.4): the
+    recording reads every property once, under its own name, with no deprecation warning."""
+    from bokeh.models import HoverTool
+    from bokeh.plotting import figure
+    from bokeh.util.warnings import BokehDeprecationWarning
+
+    fig = figure(tools=[HoverTool()])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BokehDeprecationWarning)
+        values = initial_values(fig.references())
+    hover = next(m for m in fig.references() if isinstance(m, HoverTool))
+    assert (hover.id, "visible") in values and (hover.id, "toggleable") not in values
 
 
 def test_every_page_is_written_small_enough_and_says_it_is_a_recording(static_site):

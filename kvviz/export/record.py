@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from bokeh.core.property.descriptors import UnsetValueError
+from bokeh.core.property.descriptors import AliasPropertyDescriptor, UnsetValueError
 from bokeh.document import Document
 from bokeh.document.events import (
     ColumnDataChangedEvent,
@@ -96,6 +96,8 @@ def initial_values(models) -> dict[tuple[str, str], object]:
     out = {}
     for model in models:
         for attr in model.properties():
+            if isinstance(getattr(type(model), attr, None), AliasPropertyDescriptor):
+                continue  # (another name for a property read under its own: e.g. a tool's `toggleable`)
             # (references to other models and unset read-only values are never recorded)
             with contextlib.suppress(TypeError, UnsetValueError):
                 out[(model.id, attr)] = encode(getattr(model, attr))
