@@ -37,7 +37,8 @@ def test_strip_hatches_reserved_cells_with_stripes_in_the_owners_colour():
     assert set(lines["colour"][diagonals]) == {cells["line"][4]} != {"#333333"}
     assert min(lines["alpha"][diagonals]) > 0
     assert max(lines["alpha"][: per_cell]) == 0  # block 0 holds tokens: no stripes shown
-    assert all(4.05 - 1e-9 <= x <= 4.95 + 1e-9 for x in lines["x0"][diagonals] + lines["x1"][diagonals])  # in the cell
+    xs = [*lines["x0"][diagonals], *lines["x1"][diagonals]]
+    assert all(4.05 - 1e-9 <= x <= 4.95 + 1e-9 for x in xs)  # in the cell
 
 
 def test_strip_marks_shared_blocks_with_a_count():
