@@ -129,7 +129,7 @@ class Engine:
         if work is not None:
             batch = self._prepare(work)
             t0 = time.perf_counter()
-            logits = self.model(batch, self.kv, self.backend)
+            logits = self._run_model(batch)
             if work.is_prefill:
                 counters.prefill_seconds += time.perf_counter() - t0
             self._postprocess(work, batch, logits)
@@ -258,6 +258,15 @@ class Engine:
             block_reads=None if work.is_prefill else torch.zeros(self.config.num_blocks, dtype=torch.int32, device=self.device),
         )
 
+    def _run_model(self, batch: ForwardBatch) -> torch.Tensor:
+        """Phase 3: the forward, for each sequence's last new token: (S, vocab) logits. A batch of
+        more than PREFILL_ROWS new tokens (a large prefill) runs as one forward per group of whole
+        sequences of at most that many (the same floats; a group's activations stay in the CPU's
+        cache); a decode (one row per sequence) is one forward."""
+        parts = batch.split(PREFILL_ROWS)
+        logits = [self.model(part, self.kv, self.backend) for part in parts]
+        return logits[0] if len(logits) == 1 else torch.cat(logits)
+
     def _postprocess(self, work: StepWork, batch: ForwardBatch, logits: torch.Tensor) -> None:
         """Phase 4: greedy-sample each request's next token; decoded requests may finish."""
         next_ids = logits.argmax(dim=-1).tolist()
@@ -296,6 +305,11 @@ class Engine:
         req.output_ids.append(token)
         self.scheduler.finish_if_done(req, self.config.model.max_seq_len)
 
+
+# The most new tokens one prefill forward runs (whole sequences, so a longer prompt runs alone):
+# measured best between 1,000 and 2,000 on a 2 MB-L2 core for 64 prompts of ~120 tokens
+# (docs/architecture.md, "A step").
+PREFILL_ROWS = 1024
 
 # A prefilled request's next token before the forward has computed it: never a byte value.
 _PENDING = -1

@@ -35,6 +35,26 @@ class ForwardBatch:
     query_start: torch.Tensor  # (S + 1,) int32
     block_reads: torch.Tensor | None = None  # (num_blocks,) int32, decode reads of layer 0
 
+    def split(self, max_tokens: int) -> list[ForwardBatch]:
+        """The batch as consecutive groups of whole sequences, each of at most `max_tokens` rows
+        (a longer sequence is a group of its own): the same rows, so the same KV writes and logits.
+        One forward per group keeps a group's activations in the CPU's cache between the layer's
+        operations, where a prefill of a whole batch at once streams them through memory."""
+        starts = self.query_start.tolist()
+        if starts[-1] <= max_tokens:
+            return [self]
+        parts, first = [], 0
+        for s in range(1, len(starts)):
+            if s == len(starts) - 1 or starts[s + 1] - starts[first] > max_tokens:
+                a, b = starts[first], starts[s]
+                parts.append(ForwardBatch(
+                    self.is_decode, self.token_ids[a:b], self.positions[a:b], self.slot_mapping[a:b],
+                    self.block_tables[first:s], self.seq_lens[first:s], self.query_start[first : s + 1] - a,
+                    self.block_reads,
+                ))
+                first = s
+        return parts
+
 
 class KVPool:
     """Per layer, K and V shaped (num_blocks, block_size, num_kv_heads, head_dim): vLLM's layout."""
