@@ -132,7 +132,7 @@ class Attention(nn.Module):
         which is what a decode computes."""
         q, k, v = self._qkv(x, cos, sin)
         backend.store_kv(k_cache, v_cache, k, v, batch.slot_mapping)
-        if last_rows is not None and not batch.is_decode:
+        if last_rows is not None:
             q = q[last_rows]
         if batch.is_decode or last_rows is not None:
             extra = {"plan": plan} if plan is not None else {}
@@ -226,15 +226,16 @@ class Transformer(nn.Module):
         plan = None  # what every layer's decode attention reads the same way, when the backend plans it
         if batch.is_decode and backend.plan_decode is not None:
             plan = backend.plan_decode(batch.block_tables, batch.seq_lens, kv.k[0].shape[1])
-        last = batch.query_start[1:].long() - 1  # (S,): each sequence's last new row
+        # (S,): each sequence's last new row (a decode's rows are all last rows: None)
+        last = None if batch.is_decode else batch.query_start[1:].long() - 1
         for layer, blk in enumerate(self.blocks):
             reads = batch.block_reads if layer == 0 else None
             if layer < len(self.blocks) - 1:
-                h = h + blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan)
+                h += blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan)
             else:  # all rows' KV is stored, but only each sequence's last row goes on to the logits
                 a = blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan, last)
-                h = h[last] + a
-            h = h + blk.mlp(blk.mlp_norm(h))
+                h = a.add_(h if last is None else h[last])  # h + a, the same floats (addition commutes)
+            h += blk.mlp(blk.mlp_norm(h))
         return self._logits(h)
 
     def forward_sequences(self, ids: torch.Tensor) -> torch.Tensor:
