@@ -93,17 +93,20 @@ def fused_weight(owner: nn.Module, *linears: nn.Linear) -> torch.Tensor:
 
 
 def rope_tables(cfg: ModelConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of each position's angles, (max_seq_len, head_dim) each, laid out for apply_rope:
+    cos twice, and sin negated then as is."""
     half = cfg.head_dim // 2
     inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(half, dtype=torch.float64) / half))
     angles = torch.outer(torch.arange(cfg.max_seq_len, dtype=torch.float64), inv_freq)  # (max_seq_len, half)
-    return angles.cos().float(), angles.sin().float()
+    cos, sin = angles.cos().float(), angles.sin().float()
+    return torch.cat([cos, cos], dim=-1), torch.cat([-sin, sin], dim=-1)
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x: (T, heads, head_dim); cos, sin: (T, 1, head_dim // 2). Rotates pairs (i, i + half)."""
-    half = x.shape[-1] // 2
-    x1, x2 = x[..., :half], x[..., half:]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+    """x: (T, heads, head_dim); cos, sin: (T, 1, head_dim) from rope_tables. Rotates pairs (i, i + half):
+    [x1 * cos - x2 * sin, x2 * cos + x1 * sin], as x * [cos, cos] + [x2, x1] * [-sin, sin] (the same
+    floats: negating is exact, and the sums are the same two products), in four operations."""
+    return (x * cos).add_(x.roll(x.shape[-1] // 2, dims=-1).mul_(sin))
 
 
 class Attention(nn.Module):
@@ -220,7 +223,7 @@ class Transformer(nn.Module):
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, kv: KVPool, backend: AttentionBackend) -> torch.Tensor:
         """Logits of each sequence's last new token: (S, vocab). Writes the new tokens' KV."""
-        cos = self.rope_cos.index_select(0, batch.positions)[:, None]  # (T, 1, head_dim // 2): the same for every head
+        cos = self.rope_cos.index_select(0, batch.positions)[:, None]  # (T, 1, head_dim): the same for every head
         sin = self.rope_sin.index_select(0, batch.positions)[:, None]
         h = self.embed(batch.token_ids)  # (T, d_model)
         plan = None  # what every layer's decode attention reads the same way, when the backend plans it
