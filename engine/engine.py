@@ -14,7 +14,9 @@ import copy
 import itertools
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -29,7 +31,7 @@ from engine.snapshot import Metrics, Snapshot, build_snapshot, compute_metrics
 from engine.tokenizer import ByteTokenizer
 from engine.util import ceil_div
 
-_MODELS: dict[tuple, Transformer] = {}
+_MODELS: dict[tuple[ModelConfig, str, int, str], Transformer] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -176,7 +178,7 @@ class Engine:
         """
         return copy.deepcopy(self)
 
-    def __deepcopy__(self, memo: dict) -> Engine:
+    def __deepcopy__(self, memo: dict[int, Any]) -> Engine:
         # copy.deepcopy of anything holding an engine (a timeline, a scenario) shares the model too.
         for name in _SHARED_WITH_CLONES:
             value = getattr(self, name)
@@ -274,6 +276,7 @@ class Engine:
             for req, tok in zip(work.reqs, next_ids, strict=True):
                 req.output_ids[-1] = tok
             return
+        assert batch.block_reads is not None  # a decode batch counts its block reads
         self.last_block_reads = batch.block_reads.cpu()
         self.scheduler.counters.decode_tokens += len(work.reqs)
         for req, tok in zip(work.reqs, next_ids, strict=True):
@@ -294,7 +297,7 @@ class Engine:
             stored.extend(req.tokens(pos, upto))
             pos = upto
 
-    def _tensor(self, values, dtype=torch.int64) -> torch.Tensor:
+    def _tensor(self, values: Sequence[int] | Sequence[Sequence[int]], dtype: torch.dtype = torch.int64) -> torch.Tensor:
         return torch.tensor(values, dtype=dtype, device=self.device)
 
     def _block_tables(self, reqs: list[Request]) -> torch.Tensor:
