@@ -123,7 +123,8 @@ class Engine:
 
         Four phases (docs/architecture.md, "A step"): schedule (who runs, and the block
         bookkeeping), prepare (the batch's tensors), run the model (one forward for the whole
-        batch) and post-process (each request's sampled token)."""
+        batch, or one per group of sequences for a large prefill) and post-process (each
+        request's sampled token)."""
         counters = self.scheduler.counters
         self.log.step = counters.steps + 1
         num_events = len(self.log.events)
