@@ -22,7 +22,8 @@ caching, KV events) and subscribes to its KV events before sending anything, the
       prompts as ours; their tokens must equal ours;
    ours is the engine alone, one torch thread, prefix sharing off, a warm-up then the best of 3
    (benchmarks/step_profile.py's child); with `--baseline REV`, REV's engine too, in the same run;
-   with `--rounds N`, b and ours take N turns one after the other and each keeps its best.
+   with `--rounds N`, b and ours take N turns one after the other and each keeps its best (ours and
+   REV's swap places every other turn: the one right after vLLM's run was measured slower).
    vLLM pins its compute to one core (its scheduler runs in another process).
 """
 
@@ -139,15 +140,18 @@ def merge_offline(a: dict | None, b: dict) -> dict:
                              for n, r in b["batches"].items()}}
 
 
-def ours_throughput(batches: dict[str, list[str]], baseline: str | None) -> dict:
-    """Our engine (and `baseline`'s, when given) on `batches`: step_profile's child, in turn."""
+def ours_throughput(batches: dict[str, list[str]], baseline: str | None, baseline_first: bool = False) -> dict:
+    """Our engine (and `baseline`'s, when given) on `batches`: step_profile's child, in turn
+    (`baseline_first`: the baseline's turn first; the first turn follows vLLM's run, whose processes
+    may still be winding down, so the rounds alternate it)."""
     with tempfile.TemporaryDirectory(prefix="kvviz-ours-") as tmp:
         spec = Path(tmp) / "spec.json"
         spec.write_text(json.dumps({"batches": batches}))
-        out = {"after": step_profile.measure(step_profile.ROOT, spec)}
+        trees = {"after": step_profile.ROOT}
         if baseline:
-            tree = step_profile.tree_at(baseline, Path(tmp))
-            out["before"] = step_profile.measure(tree, spec)
+            trees["before"] = step_profile.tree_at(baseline, Path(tmp))
+        order = ["before", "after"] if baseline_first else ["after", "before"]
+        out = {who: step_profile.measure(trees[who], spec) for who in order if who in trees}
     return out
 
 
@@ -228,9 +232,9 @@ def main(argv: list[str] | None = None) -> dict:
     out["offline"] = out["ours"] = None
     with tempfile.TemporaryDirectory(prefix="kvviz-model-") as tmp:  # after the server stopped: the CPU to itself
         model_dir = server.export_model(Path(tmp) / "model")
-        for _ in range(args.rounds):  # taking turns, so that both see the shared machine's quiet moments
+        for turn in range(args.rounds):  # taking turns, so that both see the shared machine's quiet moments
             out["offline"] = merge_offline(out["offline"], offline_throughput(model_dir, batches, 3))
-            ours = ours_throughput(batches, args.baseline)
+            ours = ours_throughput(batches, args.baseline, baseline_first=turn % 2 == 1)
             out["ours"] = {who: step_profile.best((out["ours"] or {}).get(who), r) for who, r in ours.items()}
     out["baseline"], out["repeats"], out["rounds"] = args.baseline, size["repeats"], args.rounds
     print(report(out))

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 POLICIES = ("contiguous", "paged")
 BACKENDS = ("auto", "torch", "triton")
@@ -10,18 +14,21 @@ ADMISSIONS = ("wait", "refuse")
 WEIGHTS = ("random", "trained")
 
 
-def _check_types(obj) -> None:
+_KINDS: dict[str, type | tuple[type, ...]] = {"int": int, "float": (int, float), "bool": bool, "str": str}
+
+
+def _check_types(obj: DataclassInstance) -> None:
     """Fields must have their declared type (bool is not accepted as an int, nor an int as a bool)."""
     for f in fields(obj):
         value = getattr(obj, f.name)
-        kind = {"int": int, "float": (int, float), "bool": bool, "str": str}.get(f.type)
+        kind = _KINDS.get(f.type) if isinstance(f.type, str) else None  # annotations are strings here
         if kind is None:
             continue
         if (kind is not bool and isinstance(value, bool)) or not isinstance(value, kind):
             raise TypeError(f"{type(obj).__name__}.{f.name} must be {f.type}, got {value!r}")
 
 
-def _reject_unknown(cls, kwargs: dict) -> None:
+def _reject_unknown(cls: type[DataclassInstance], kwargs: dict[str, Any]) -> None:
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(kwargs) - known)
     if unknown:
@@ -59,7 +66,7 @@ class ModelConfig:
         return self.d_model // self.num_heads
 
     @classmethod
-    def from_dict(cls, d: dict) -> ModelConfig:
+    def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
         _reject_unknown(cls, d)
         return cls(**d)
 
@@ -123,7 +130,7 @@ class EngineConfig:
             raise ValueError("prefix_sharing needs policy='paged' (only whole pages can be shared)")
 
     @classmethod
-    def from_dict(cls, d: dict) -> EngineConfig:
+    def from_dict(cls, d: dict[str, Any]) -> EngineConfig:
         _reject_unknown(cls, d)
         d = dict(d)
         if isinstance(d.get("model"), dict):

@@ -14,7 +14,9 @@ import copy
 import itertools
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -29,7 +31,7 @@ from engine.snapshot import Metrics, Snapshot, build_snapshot, compute_metrics
 from engine.tokenizer import ByteTokenizer
 from engine.util import ceil_div
 
-_MODELS: dict[tuple, Transformer] = {}
+_MODELS: dict[tuple[ModelConfig, str, int, str], Transformer] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -121,7 +123,8 @@ class Engine:
 
         Four phases (docs/architecture.md, "A step"): schedule (who runs, and the block
         bookkeeping), prepare (the batch's tensors), run the model (one forward for the whole
-        batch) and post-process (each request's sampled token)."""
+        batch, or one per group of sequences for a large prefill) and post-process (each
+        request's sampled token)."""
         counters = self.scheduler.counters
         self.log.step = counters.steps + 1
         num_events = len(self.log.events)
@@ -129,7 +132,7 @@ class Engine:
         if work is not None:
             batch = self._prepare(work)
             t0 = time.perf_counter()
-            logits = self.model(batch, self.kv, self.backend)
+            logits = self._run_model(batch)
             if work.is_prefill:
                 counters.prefill_seconds += time.perf_counter() - t0
             self._postprocess(work, batch, logits)
@@ -176,7 +179,7 @@ class Engine:
         """
         return copy.deepcopy(self)
 
-    def __deepcopy__(self, memo: dict) -> Engine:
+    def __deepcopy__(self, memo: dict[int, Any]) -> Engine:
         # copy.deepcopy of anything holding an engine (a timeline, a scenario) shares the model too.
         for name in _SHARED_WITH_CLONES:
             value = getattr(self, name)
@@ -258,6 +261,15 @@ class Engine:
             block_reads=None if work.is_prefill else torch.zeros(self.config.num_blocks, dtype=torch.int32, device=self.device),
         )
 
+    def _run_model(self, batch: ForwardBatch) -> torch.Tensor:
+        """Phase 3: the forward, for each sequence's last new token: (S, vocab) logits. A batch of
+        more than PREFILL_ROWS new tokens (a large prefill) runs as one forward per group of whole
+        sequences of at most that many (the same floats; a group's activations stay in the CPU's
+        cache); a decode (one row per sequence) is one forward."""
+        parts = batch.split(PREFILL_ROWS)
+        logits = [self.model(part, self.kv, self.backend) for part in parts]
+        return logits[0] if len(logits) == 1 else torch.cat(logits)
+
     def _postprocess(self, work: StepWork, batch: ForwardBatch, logits: torch.Tensor) -> None:
         """Phase 4: greedy-sample each request's next token; decoded requests may finish."""
         next_ids = logits.argmax(dim=-1).tolist()
@@ -265,6 +277,7 @@ class Engine:
             for req, tok in zip(work.reqs, next_ids, strict=True):
                 req.output_ids[-1] = tok
             return
+        assert batch.block_reads is not None  # a decode batch counts its block reads
         self.last_block_reads = batch.block_reads.cpu()
         self.scheduler.counters.decode_tokens += len(work.reqs)
         for req, tok in zip(work.reqs, next_ids, strict=True):
@@ -285,7 +298,7 @@ class Engine:
             stored.extend(req.tokens(pos, upto))
             pos = upto
 
-    def _tensor(self, values, dtype=torch.int64) -> torch.Tensor:
+    def _tensor(self, values: Sequence[int] | Sequence[Sequence[int]], dtype: torch.dtype = torch.int64) -> torch.Tensor:
         return torch.tensor(values, dtype=dtype, device=self.device)
 
     def _block_tables(self, reqs: list[Request]) -> torch.Tensor:
@@ -296,6 +309,11 @@ class Engine:
         req.output_ids.append(token)
         self.scheduler.finish_if_done(req, self.config.model.max_seq_len)
 
+
+# The most new tokens one prefill forward runs (whole sequences, so a longer prompt runs alone):
+# measured best between 1,000 and 2,000 on a 2 MB-L2 core for 64 prompts of ~120 tokens
+# (docs/architecture.md, "A step").
+PREFILL_ROWS = 1024
 
 # A prefilled request's next token before the forward has computed it: never a byte value.
 _PENDING = -1

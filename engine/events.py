@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal, get_args
 
-EVENT_KINDS = (
+EventKind = Literal[
     "request_added",
     "request_admitted",
     "request_refused",
@@ -15,13 +17,14 @@ EVENT_KINDS = (
     "block_freed",
     "block_shared",
     "block_evicted",
-)
+]
+EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
 
 
 @dataclass(frozen=True)
 class Event:
     step: int
-    kind: str
+    kind: EventKind
     request_id: int | None
     blocks: tuple[int, ...]
     reason: str
@@ -34,7 +37,7 @@ class EventLog:
         self.events: list[Event] = []
         self.step = 0
 
-    def emit(self, kind: str, request_id: int | None = None, blocks=(), reason: str = "") -> None:
+    def emit(self, kind: EventKind, request_id: int | None = None, blocks: Iterable[int] = (), reason: str = "") -> None:
         assert kind in EVENT_KINDS, kind
         self.events.append(Event(self.step, kind, request_id, tuple(blocks), reason))
 

@@ -8,7 +8,9 @@ exists to verify the cached path gives the same tokens.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -35,18 +37,39 @@ class ForwardBatch:
     query_start: torch.Tensor  # (S + 1,) int32
     block_reads: torch.Tensor | None = None  # (num_blocks,) int32, decode reads of layer 0
 
+    def split(self, max_tokens: int) -> list[ForwardBatch]:
+        """The batch as consecutive groups of whole sequences, each of at most `max_tokens` rows
+        (a longer sequence is a group of its own): the same rows, so the same KV writes and logits.
+        One forward per group keeps a group's activations in the CPU's cache between the layer's
+        operations, where a prefill of a whole batch at once streams them through memory."""
+        starts = self.query_start.tolist()
+        if starts[-1] <= max_tokens:
+            return [self]
+        parts, first = [], 0
+        for s in range(1, len(starts)):
+            if s == len(starts) - 1 or starts[s + 1] - starts[first] > max_tokens:
+                a, b = starts[first], starts[s]
+                parts.append(ForwardBatch(
+                    self.is_decode, self.token_ids[a:b], self.positions[a:b], self.slot_mapping[a:b],
+                    self.block_tables[first:s], self.seq_lens[first:s], self.query_start[first : s + 1] - a,
+                    self.block_reads,
+                ))
+                first = s
+        return parts
+
 
 class KVPool:
     """Per layer, K and V shaped (num_blocks, block_size, num_kv_heads, head_dim): vLLM's layout."""
 
-    def __init__(self, cfg: ModelConfig, num_blocks: int, block_size: int, device: torch.device, dtype=torch.float32):
+    def __init__(self, cfg: ModelConfig, num_blocks: int, block_size: int, device: torch.device,
+                 dtype: torch.dtype = torch.float32) -> None:
         shape = (num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim)
         self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.num_layers)]
         self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.num_layers)]
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float):
+    def __init__(self, dim: int, eps: float) -> None:
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(dim))
@@ -73,21 +96,24 @@ def fused_weight(owner: nn.Module, *linears: nn.Linear) -> torch.Tensor:
 
 
 def rope_tables(cfg: ModelConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of each position's angles, (max_seq_len, head_dim) each, laid out for apply_rope:
+    cos twice, and sin negated then as is."""
     half = cfg.head_dim // 2
     inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(half, dtype=torch.float64) / half))
     angles = torch.outer(torch.arange(cfg.max_seq_len, dtype=torch.float64), inv_freq)  # (max_seq_len, half)
-    return angles.cos().float(), angles.sin().float()
+    cos, sin = angles.cos().float(), angles.sin().float()
+    return torch.cat([cos, cos], dim=-1), torch.cat([-sin, sin], dim=-1)
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x: (T, heads, head_dim); cos, sin: (T, 1, head_dim // 2). Rotates pairs (i, i + half)."""
-    half = x.shape[-1] // 2
-    x1, x2 = x[..., :half], x[..., half:]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+    """x: (T, heads, head_dim); cos, sin: (T, 1, head_dim) from rope_tables. Rotates pairs (i, i + half):
+    [x1 * cos - x2 * sin, x2 * cos + x1 * sin], as x * [cos, cos] + [x2, x1] * [-sin, sin] (the same
+    floats: negating is exact, and the sums are the same two products), in four operations."""
+    return (x * cos).add_(x.roll(x.shape[-1] // 2, dims=-1).mul_(sin))
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
         self.q_proj = nn.Linear(cfg.d_model, cfg.num_heads * cfg.head_dim, bias=False)
@@ -96,7 +122,7 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(cfg.num_heads * cfg.head_dim, cfg.d_model, bias=False)
         self.scale = 1.0 / math.sqrt(cfg.head_dim)
 
-    def _qkv(self, x, cos, sin):
+    def _qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         c = self.cfg
         qkv = F.linear(x, fused_weight(self, self.q_proj, self.k_proj, self.v_proj))  # q_proj(x), k_proj(x), v_proj(x)
         qkv = qkv.view(-1, c.num_heads + 2 * c.num_kv_heads, c.head_dim)
@@ -105,14 +131,15 @@ class Attention(nn.Module):
         v = qkv[:, c.num_heads + c.num_kv_heads :]  # (T, KVH, D)
         return q, k, v
 
-    def forward(self, x, cos, sin, batch: ForwardBatch, k_cache, v_cache, backend: AttentionBackend, block_reads, plan,
-                last_rows: torch.Tensor | None = None):
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, batch: ForwardBatch, k_cache: torch.Tensor,
+                v_cache: torch.Tensor, backend: AttentionBackend, block_reads: torch.Tensor | None, plan: object,
+                last_rows: torch.Tensor | None = None) -> torch.Tensor:
         """Stores every row's K and V, and returns the attention output of every row, or of only
         `last_rows` (each sequence's last row) when given: one query per sequence, at its end,
         which is what a decode computes."""
         q, k, v = self._qkv(x, cos, sin)
         backend.store_kv(k_cache, v_cache, k, v, batch.slot_mapping)
-        if last_rows is not None and not batch.is_decode:
+        if last_rows is not None:
             q = q[last_rows]
         if batch.is_decode or last_rows is not None:
             extra = {"plan": plan} if plan is not None else {}
@@ -123,9 +150,9 @@ class Attention(nn.Module):
             o = backend.extend_attention(
                 q, k_cache, v_cache, batch.block_tables, batch.query_start, batch.seq_lens, self.scale
             )
-        return self.o_proj(o.reshape(q.shape[0], -1))
+        return F.linear(o.reshape(q.shape[0], -1), self.o_proj.weight)  # o_proj(o)
 
-    def forward_full(self, x, cos, sin):
+    def forward_full(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         """Causal self-attention over whole sequences, no cache. x: (B, T, d_model)."""
         c = self.cfg
         b, t, _ = x.shape
@@ -136,25 +163,25 @@ class Attention(nn.Module):
         o = F.scaled_dot_product_attention(
             q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True, scale=self.scale
         )  # (B, H, T, D)
-        return self.o_proj(o.transpose(1, 2).reshape(b, t, -1))
+        return F.linear(o.transpose(1, 2).reshape(b, t, -1), self.o_proj.weight)  # o_proj(o)
 
 
 class MLP(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
         self.up = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
         self.down = nn.Linear(cfg.d_ff, cfg.d_model, bias=False)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = F.linear(x, fused_weight(self, self.gate, self.up)).chunk(2, dim=-1)  # gate(x), up(x)
         if torch.is_grad_enabled():
-            return self.down(F.silu(gate) * up)
-        return self.down(F.silu(gate, inplace=True).mul_(up))  # the same floats, without two temporaries
+            return F.linear(F.silu(gate) * up, self.down.weight)  # down(silu(gate) * up)
+        return F.linear(F.silu(gate, inplace=True).mul_(up), self.down.weight)  # the same floats, without two temporaries
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.attn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
         self.attn = Attention(cfg)
@@ -163,7 +190,10 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    rope_cos: torch.Tensor  # buffers (register_buffer), (max_seq_len, head_dim): rope_tables
+    rope_sin: torch.Tensor
+
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
@@ -195,26 +225,28 @@ class Transformer(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def _logits(self, h: torch.Tensor) -> torch.Tensor:
-        return self.lm_head(self.final_norm(h))  # (rows, vocab)
+        return F.linear(self.final_norm(h), self.lm_head.weight)  # lm_head(final_norm(h)): (rows, vocab)
 
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, kv: KVPool, backend: AttentionBackend) -> torch.Tensor:
         """Logits of each sequence's last new token: (S, vocab). Writes the new tokens' KV."""
-        cos = self.rope_cos.index_select(0, batch.positions)[:, None]  # (T, 1, head_dim // 2): the same for every head
+        cos = self.rope_cos.index_select(0, batch.positions)[:, None]  # (T, 1, head_dim): the same for every head
         sin = self.rope_sin.index_select(0, batch.positions)[:, None]
         h = self.embed(batch.token_ids)  # (T, d_model)
         plan = None  # what every layer's decode attention reads the same way, when the backend plans it
         if batch.is_decode and backend.plan_decode is not None:
             plan = backend.plan_decode(batch.block_tables, batch.seq_lens, kv.k[0].shape[1])
-        last = batch.query_start[1:].long() - 1  # (S,): each sequence's last new row
-        for layer, blk in enumerate(self.blocks):
+        # (S,): each sequence's last new row (a decode's rows are all last rows: None)
+        last = None if batch.is_decode else batch.query_start[1:].long() - 1
+        blocks = cast(Sequence[Block], self.blocks)  # nn.ModuleList types its items as Modules
+        for layer, blk in enumerate(blocks):
             reads = batch.block_reads if layer == 0 else None
-            if layer < len(self.blocks) - 1:
-                h = h + blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan)
+            if layer < len(blocks) - 1:
+                h += blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan)
             else:  # all rows' KV is stored, but only each sequence's last row goes on to the logits
                 a = blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan, last)
-                h = h[last] + a
-            h = h + blk.mlp(blk.mlp_norm(h))
+                h = a.add_(h if last is None else h[last])  # h + a, the same floats (addition commutes)
+            h += blk.mlp(blk.mlp_norm(h))
         return self._logits(h)
 
     def forward_sequences(self, ids: torch.Tensor) -> torch.Tensor:
@@ -225,12 +257,12 @@ class Transformer(nn.Module):
         t = ids.shape[1]
         cos, sin = (table[:t].repeat(ids.shape[0], 1)[:, None] for table in (self.rope_cos, self.rope_sin))
         h = self.embed(ids)  # (B, T, d_model)
-        for blk in self.blocks:
+        for blk in cast(Sequence[Block], self.blocks):
             h = h + blk.attn.forward_full(blk.attn_norm(h), cos, sin)
             h = h + blk.mlp(blk.mlp_norm(h))
         return self._logits(h)
 
-    def forward_full(self, token_ids) -> torch.Tensor:
+    def forward_full(self, token_ids: Sequence[int] | torch.Tensor) -> torch.Tensor:
         """Logits for every position of one sequence, computed with no KV cache: (T, vocab)."""
         ids = torch.as_tensor(token_ids, dtype=torch.long, device=self.embed.weight.device)
         if ids.ndim != 1 or not 0 < ids.numel() <= self.cfg.max_seq_len:

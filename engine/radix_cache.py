@@ -12,6 +12,7 @@ Only unlocked leaves are evicted, least recently used first.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine.block_pool import BlockPool
@@ -30,6 +31,12 @@ class RadixNode:
     @property
     def is_leaf(self) -> bool:
         return not self.children
+
+    @property
+    def up(self) -> RadixNode:
+        """The parent of any node but the root."""
+        assert self.parent is not None, f"radix node {self.node_id} is the root: it has no parent"
+        return self.parent
 
 
 @dataclass(frozen=True)
@@ -60,14 +67,14 @@ class RadixCache:
         self._next_id = 1
         self.root = RadixNode(node_id=0)
 
-    def _page(self, tokens, i: int) -> tuple[int, ...]:
+    def _page(self, tokens: Sequence[int], i: int) -> tuple[int, ...]:
         return tuple(tokens[i * self.block_size : (i + 1) * self.block_size])
 
     def _tick(self) -> int:
         self._clock += 1
         return self._clock
 
-    def match_prefix(self, tokens) -> MatchResult:
+    def match_prefix(self, tokens: Sequence[int]) -> MatchResult:
         """Longest cached prefix of `tokens`, in whole pages.
 
         Splits a node when the match ends inside it, so the result always ends at a node
@@ -75,7 +82,8 @@ class RadixCache:
         evicted, i.e. before anything else is allocated.
         """
         now = self._tick()
-        node, blocks = self.root, []
+        node = self.root
+        blocks: list[int] = []
         num_pages = len(tokens) // self.block_size
         page = 0
         while page < num_pages:
@@ -102,7 +110,7 @@ class RadixCache:
         upper = RadixNode(
             self._new_id(), node.key[:cut], node.blocks[:num_pages], node.parent, {}, node.lock_ref, node.last_access
         )
-        node.parent.children[self._page(upper.key, 0)] = upper
+        node.up.children[self._page(upper.key, 0)] = upper
         node.key, node.blocks, node.parent = node.key[cut:], node.blocks[num_pages:], upper
         upper.children[self._page(node.key, 0)] = node
         return upper
@@ -111,7 +119,7 @@ class RadixCache:
         self._next_id += 1
         return self._next_id - 1
 
-    def insert(self, tokens, blocks) -> InsertResult:
+    def insert(self, tokens: Sequence[int], blocks: Sequence[int]) -> InsertResult:
         """Add the full pages of `tokens` (KV in `blocks`, one per page) to the tree.
 
         Pages already cached keep the tree's blocks; the caller's duplicates for them are not
@@ -131,12 +139,12 @@ class RadixCache:
             node = child
         return InsertResult(node, match.num_tokens)
 
-    def lock(self, node: RadixNode) -> None:
+    def lock(self, node: RadixNode | None) -> None:
         while node is not None and node is not self.root:
             node.lock_ref += 1
             node = node.parent
 
-    def unlock(self, node: RadixNode) -> None:
+    def unlock(self, node: RadixNode | None) -> None:
         while node is not None and node is not self.root:
             assert node.lock_ref > 0, f"unlock of unlocked radix node {node.node_id}"
             node.lock_ref -= 1
@@ -144,7 +152,8 @@ class RadixCache:
 
     def nodes(self) -> list[RadixNode]:
         """Every node but the root, parents before children."""
-        out, stack = [], list(self.root.children.values())
+        out: list[RadixNode] = []
+        stack = list(self.root.children.values())
         while stack:
             n = stack.pop()
             out.append(n)
@@ -164,7 +173,7 @@ class RadixCache:
         freed: list[int] = []
         while heap and len(freed) < num_blocks:
             _, _, leaf = heapq.heappop(heap)
-            parent = leaf.parent
+            parent = leaf.up
             del parent.children[self._page(leaf.key, 0)]
             freed += self.pool.decref(leaf.blocks, None, "evicted from the prefix cache (least recently used)")
             self.pool.log.emit("block_evicted", None, leaf.blocks, "least recently used cached prefix")
@@ -178,7 +187,7 @@ class RadixCache:
         seen: set[int] = set()
         for n in self.nodes():
             assert len(n.key) == len(n.blocks) * self.block_size and n.blocks, f"node {n.node_id} is not whole pages"
-            assert n.parent.children.get(self._page(n.key, 0)) is n, f"node {n.node_id} mis-keyed in its parent"
+            assert n.up.children.get(self._page(n.key, 0)) is n, f"node {n.node_id} mis-keyed in its parent"
             assert n.lock_ref >= 0
             for i, b in enumerate(n.blocks):
                 assert b not in seen, f"block {b} appears twice in the radix tree"

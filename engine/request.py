@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from engine.radix_cache import RadixNode
+
+# The values of Stop and Status, as snapshots hold them (plain strings: RequestView.stop, .status).
+StopName = Literal["", "budget", "context", "slab_full"]
+StatusName = Literal["waiting", "running", "finished", "refused", "released"]
 
 
 class Stop(StrEnum):
@@ -37,7 +45,7 @@ class Request:
     num_preemptions: int = 0
     reason: str = ""  # why it was refused, preempted or finished, in words
     stop: Stop = Stop.NONE  # why it finished, as data
-    radix_node: object = None  # the deepest radix node this request locks, if any
+    radix_node: RadixNode | None = None  # the deepest radix node this request locks, if any
 
     @property
     def name(self) -> str:

@@ -47,16 +47,25 @@ ADMITTED = Admission(ok=True)
 
 
 class Scheduler:
-    def __init__(self, cfg: EngineConfig, pool: BlockPool, log: EventLog):
+    def __init__(self, cfg: EngineConfig, pool: BlockPool, log: EventLog) -> None:
         self.cfg = cfg
         self.pool = pool
         self.log = log
         self.is_paged = cfg.policy == "paged"
-        self.allocator = PagedAllocator(pool) if self.is_paged else ContiguousAllocator(pool)
+        self.allocator: PagedAllocator | ContiguousAllocator = PagedAllocator(pool) if self.is_paged else ContiguousAllocator(pool)
         self.radix = RadixCache(pool) if cfg.prefix_sharing else None
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []  # in admission order; the last is the newest
         self.counters = Counters()
+
+    def _paged(self) -> PagedAllocator:
+        """The allocator, on the paged policy's paths (the contiguous policy returned earlier)."""
+        assert isinstance(self.allocator, PagedAllocator), "a paged-policy operation on a contiguous pool"
+        return self.allocator
+
+    def _contiguous(self) -> ContiguousAllocator:
+        assert isinstance(self.allocator, ContiguousAllocator), "a contiguous-policy operation on a paged pool"
+        return self.allocator
 
     # -- admission -------------------------------------------------------------------------
     def add(self, req: Request) -> None:
@@ -99,7 +108,7 @@ class Scheduler:
             if reserve > self.pool.num_blocks:
                 why = f"{req.name} reserves {reserve} blocks but the pool has only {self.pool.num_blocks}"
                 return Admission(ok=False, reason=why, never=True)
-            result = self.allocator.reserve(req, reserve)
+            result = self._contiguous().reserve(req, reserve)
             req.num_computed = req.num_prefix_hit = 0
             return ADMITTED if result.ok else Admission(ok=False, reason=result.reason)
 
@@ -113,7 +122,7 @@ class Scheduler:
         shortfall = need - self.pool.num_free
         if shortfall > 0 and self.radix is not None and self.radix.num_evictable_blocks >= shortfall:
             self._evict(shortfall)  # only when it makes room: never empty the cache for nothing
-        if not self.allocator.can_allocate(need):
+        if not self._paged().can_allocate(need):
             if self.radix is not None:
                 self.radix.unlock(req.radix_node)
                 req.radix_node = None
@@ -127,7 +136,7 @@ class Scheduler:
         if matched:
             self.log.emit("block_shared", req.request_id, matched, f"{req.name} reuses {len(matched)} cached blocks")
         req.block_table = list(matched)
-        self.allocator.append_pages(req, need)
+        self._paged().append_pages(req, need)
         req.num_computed = req.num_prefix_hit = len(matched) * bs
         self.counters.prefix_hit_tokens += req.num_prefix_hit
         return ADMITTED
@@ -147,6 +156,7 @@ class Scheduler:
 
     def _cache_pages(self, req: Request) -> None:
         """Insert the request's full computed pages into the tree and move its lock down to them."""
+        assert self.radix is not None, "no prefix cache to insert pages into"
         result = self.radix.insert(req.all_ids[: req.num_computed], req.block_table)
         self.radix.lock(result.node)
         self.radix.unlock(req.radix_node)
@@ -166,13 +176,13 @@ class Scheduler:
                 continue
             if req.num_computed < len(req.block_table) * bs:
                 continue
-            while not self.allocator.can_allocate(1) and self._evict(1) == 0:
+            while not self._paged().can_allocate(1) and self._evict(1) == 0:
                 victim = self.running[-1]
                 self.preempt(victim, f"the pool had no free block for {req.name}'s next page")
                 if victim is req:
                     break
             if req.status is Status.RUNNING:
-                self.allocator.append_pages(req, 1)
+                self._paged().append_pages(req, 1)
         return [r for r in self.running if r.status is Status.RUNNING]
 
     def preempt(self, req: Request, why: str) -> None:

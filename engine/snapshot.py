@@ -7,14 +7,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, get_args
 
 from engine.block_pool import BlockPool
 from engine.events import Event
 from engine.radix_cache import RadixCache
-from engine.request import Request, Status, Stop
+from engine.request import Request, Status, StatusName, Stop, StopName
 from engine.util import ceil_div
 
-BLOCK_STATES = ("free", "reserved", "tokens", "cached")  # reserved = reserved-empty; cached = cached-idle
+if TYPE_CHECKING:
+    from engine.engine import Engine
+    from engine.scheduler import Counters
+
+BlockState = Literal["free", "reserved", "tokens", "cached"]  # reserved = reserved-empty; cached = cached-idle
+BLOCK_STATES: tuple[BlockState, ...] = get_args(BlockState)
 
 
 @dataclass(frozen=True)
@@ -48,7 +54,7 @@ class Metrics:
     prefill_seconds: float = field(compare=False)
 
 
-def compute_metrics(pool: BlockPool, requests: list[Request], radix: RadixCache | None, counters) -> Metrics:
+def compute_metrics(pool: BlockPool, requests: list[Request], radix: RadixCache | None, counters: Counters) -> Metrics:
     bs = pool.block_size
     cached = radix.block_ids() if radix is not None else set()
     held = [b for b in range(pool.num_blocks) if pool.ref_count[b] > 0]
@@ -93,7 +99,7 @@ def compute_metrics(pool: BlockPool, requests: list[Request], radix: RadixCache 
 @dataclass(frozen=True)
 class BlockView:
     block_id: int
-    state: str  # one of BLOCK_STATES
+    state: BlockState
     owners: tuple[int, ...]  # ids of the requests whose block tables list it
     logical_page: int  # its page index in those tables (-1 when free)
     num_tokens: int
@@ -105,7 +111,7 @@ class BlockView:
 class RequestView:
     request_id: int
     name: str
-    status: str
+    status: StatusName
     block_table: tuple[int, ...]
     num_tokens: int  # prompt + generated
     num_prompt_tokens: int
@@ -113,7 +119,7 @@ class RequestView:
     num_cached: int  # of the prompt, tokens reused from the prefix cache at admission
     num_preemptions: int
     reason: str
-    stop: str  # why it finished: '' (not finished), 'budget', 'context' or 'slab_full'
+    stop: StopName  # why it finished: '' (not finished), 'budget', 'context' or 'slab_full'
     prompt: str
     text: str  # prompt and generation so far
     generated: str
@@ -144,14 +150,14 @@ class Snapshot:
     events: tuple[Event, ...]
     block_reads: tuple[int, ...]  # per block, reads by the last decode step's attention (layer 0)
 
-    def request(self, name_or_id) -> RequestView:
+    def request(self, name_or_id: str | int) -> RequestView:
         for r in self.requests:
             if name_or_id in (r.name, r.request_id):
                 return r
         raise KeyError(f"no request {name_or_id!r} in this snapshot")
 
 
-def build_snapshot(engine) -> Snapshot:
+def build_snapshot(engine: Engine) -> Snapshot:
     sched, pool, tok = engine.scheduler, engine.pool, engine.tokenizer
     requests = list(engine.requests.values())
     owners: dict[int, list[int]] = {}
@@ -162,6 +168,7 @@ def build_snapshot(engine) -> Snapshot:
     blocks = []
     for b in range(pool.num_blocks):
         own = tuple(owners.get(b, ()))
+        state: BlockState
         if pool.ref_count[b] == 0:
             state = "free"
         elif not own and b in cached:
@@ -181,10 +188,10 @@ def build_snapshot(engine) -> Snapshot:
         )
         for r in requests
     )
-    radix = ()
+    radix: tuple[RadixNodeView, ...] = ()
     if sched.radix is not None:
         radix = tuple(
-            RadixNodeView(n.node_id, n.parent.node_id, tok.decode(n.key), tuple(n.blocks), n.lock_ref, n.last_access)
+            RadixNodeView(n.node_id, n.up.node_id, tok.decode(n.key), tuple(n.blocks), n.lock_ref, n.last_access)
             for n in sched.radix.nodes()
         )
     return Snapshot(

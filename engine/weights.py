@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -32,12 +33,13 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def read_manifest(path: str | Path | None = None) -> dict:
+def read_manifest(path: str | Path | None = None) -> dict[str, Any]:
     """The manifest of the weights at `path` (default assets/model.pt), as a dict."""
     mpath = manifest_path(DEFAULT_WEIGHTS_PATH if path is None else path)
     if not mpath.is_file():
         raise FileNotFoundError(f"no weights manifest at {mpath}; run `python -m tools.train` to make one")
-    return json.loads(mpath.read_text())
+    manifest: dict[str, Any] = json.loads(mpath.read_text())
+    return manifest
 
 
 def trained_model_config(path: str | Path | None = None) -> ModelConfig:

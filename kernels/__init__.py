@@ -12,6 +12,7 @@ and ``import kernels.reference`` never import triton. Each wrapper lives in its 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 # wrapper name -> submodule that defines it
 _WRAPPERS = {
@@ -23,7 +24,7 @@ _WRAPPERS = {
 __all__ = list(_WRAPPERS)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # Not cached in the package: a test that reloads a kernel module (to re-decorate it for
     # another TRITON_INTERPRET) gets the reloaded wrapper here.
     if name not in _WRAPPERS:

@@ -124,4 +124,4 @@ def check_block_tables_cover(block_tables: torch.Tensor, seq_lens: torch.Tensor,
 
 
 def next_power_of_2(n: int) -> int:
-    return triton.next_power_of_2(max(int(n), 1))
+    return int(triton.next_power_of_2(max(int(n), 1)))

@@ -27,8 +27,10 @@ _DOT_BLOCK_N = 32
 _TILE_ELEMENTS = 8192
 
 
-@triton.jit
-def paged_decode_attention_kernel(
+# A Triton kernel: its parameters are typed by Triton when it compiles them (pointers, ints,
+# tl.constexpr), not by Python annotations, so mypy --strict is told to leave its signature.
+@triton.jit  # type: ignore[untyped-decorator]
+def paged_decode_attention_kernel(  # type: ignore[no-untyped-def]
     q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, seq_lens_ptr, out_ptr, lse_ptr, block_reads_ptr,
     qk_scale,
     stride_q_seq, stride_q_head, stride_q_dim,
@@ -115,8 +117,8 @@ def paged_decode_attention_kernel(
         tl.store(lse_ptr + seq * stride_lse_seq + heads * stride_lse_head + split * stride_lse_split, lse, mask=mask_g)
 
 
-@triton.jit
-def merge_splits_kernel(
+@triton.jit  # type: ignore[untyped-decorator]
+def merge_splits_kernel(  # type: ignore[no-untyped-def]
     partial_ptr, lse_ptr, out_ptr,
     stride_p_seq, stride_p_head, stride_p_split, stride_p_dim,
     stride_lse_seq, stride_lse_head, stride_lse_split,
@@ -154,7 +156,7 @@ def choose_num_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, device
         return 1
     target_programs = 2 * _num_sms(device)
     wanted = triton.cdiv(target_programs, num_seqs * num_kv_heads)
-    return max(1, min(wanted, triton.cdiv(max_seq_len, _MIN_TOKENS_PER_SPLIT), _MAX_SPLITS))
+    return max(1, min(int(wanted), int(triton.cdiv(max_seq_len, _MIN_TOKENS_PER_SPLIT)), _MAX_SPLITS))
 
 
 def paged_decode_attention(
@@ -208,8 +210,8 @@ def paged_decode_attention(
     block_n = _DOT_BLOCK_N if use_dot else max(1, min(64, _TILE_ELEMENTS // block_d))
     if num_splits == 1:
         partial, lse = out, out.new_empty(0, dtype=torch.float32)
-        partial_strides = (*out.stride()[:2], 0, out.stride(2))
-        lse_strides = (0, 0, 0)
+        partial_strides: tuple[int, ...] = (*out.stride()[:2], 0, out.stride(2))
+        lse_strides: tuple[int, ...] = (0, 0, 0)
     else:
         partial = torch.empty(num_seqs, num_heads, num_splits, head_dim, dtype=torch.float32, device=device)
         lse = torch.empty(num_seqs, num_heads, num_splits, dtype=torch.float32, device=device)

@@ -16,8 +16,10 @@ import triton.language as tl
 from kernels import _checks
 
 
-@triton.jit
-def paged_extend_attention_kernel(
+# A Triton kernel: its parameters are typed by Triton when it compiles them (pointers, ints,
+# tl.constexpr), not by Python annotations, so mypy --strict is told to leave its signature.
+@triton.jit  # type: ignore[untyped-decorator]
+def paged_extend_attention_kernel(  # type: ignore[no-untyped-def]
     q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, query_start_ptr, seq_lens_ptr, out_ptr,
     qk_scale,
     stride_q_tok, stride_q_head, stride_q_dim,

@@ -12,8 +12,10 @@ from kernels import _checks
 _BLOCK_T = 16
 
 
-@triton.jit
-def store_kv_kernel(
+# A Triton kernel: its parameters are typed by Triton when it compiles them (pointers, ints,
+# tl.constexpr), not by Python annotations, so mypy --strict is told to leave its signature.
+@triton.jit  # type: ignore[untyped-decorator]
+def store_kv_kernel(  # type: ignore[no-untyped-def]
     k_ptr, v_ptr, k_cache_ptr, v_cache_ptr, slot_mapping_ptr,
     num_tokens,
     stride_k_tok, stride_k_head, stride_k_dim,

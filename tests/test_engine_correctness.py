@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from engine import Engine, EngineConfig, ceil_div
+from engine import engine as engine_module
 from engine.request import Status
 
 # Logits of the cached path against forward_full, float32 on CPU: both compute the same sums in a
@@ -152,3 +153,19 @@ def test_prefill_and_decode_logits_match_no_cache_forward(make_engine):
                 f"pos {pos}: {worst}"
             )
     assert engine.requests[rid].num_prefix_hit > 0
+
+
+@pytest.mark.parametrize(("rows", "forwards"), [(1, 5), (20, 3), (10_000, 1)])
+def test_a_prefill_run_in_groups_of_sequences_gives_the_no_cache_greedy_tokens(make_engine, monkeypatch, rows, forwards):
+    # PROMPTS are 1, 4, 13, 16 and 33 tokens: in groups of at most 20 rows, [1, 4, 13], [16], [33]
+    monkeypatch.setattr(engine_module, "PREFILL_ROWS", rows)
+    engine = make_engine(block_size=4, num_blocks=64)
+    recorder = LogitsRecorder(engine.model)
+    engine.model = recorder
+    ids = [engine.add_request(p, 8) for p in PROMPTS]
+    engine.step()  # every prompt's prefill
+    assert len(recorder.calls) == forwards
+    assert [pos for call, _ in recorder.calls for pos in call] == [len(p.encode()) - 1 for p in PROMPTS]
+    for _ in range(20):
+        engine.step()
+    assert_outputs_match_reference(engine, ids)

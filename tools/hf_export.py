@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -49,7 +50,7 @@ def hf_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {hf_name(k): v.detach().float().contiguous() for k, v in state.items()}
 
 
-def llama_config(cfg: ModelConfig) -> dict:
+def llama_config(cfg: ModelConfig) -> dict[str, Any]:
     """config.json for transformers' LlamaForCausalLM (and vLLM's Llama)."""
     return {
         "architectures": ["LlamaForCausalLM"],
@@ -85,7 +86,7 @@ def byte_symbols() -> list[str]:
     return [chr(b) if b in keep else chr(next(extra)) for b in range(256)]
 
 
-def tokenizer_json() -> dict:
+def tokenizer_json() -> dict[str, Any]:
     """tokenizer.json (HF `tokenizers`): bytes in, one token per byte, id = byte value."""
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
     return {

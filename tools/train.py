@@ -22,6 +22,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -183,7 +184,7 @@ def consecutive_windows(data: torch.Tensor, context: int) -> torch.Tensor:
 @torch.no_grad()
 def evaluate(model: Transformer, windows: torch.Tensor) -> float:
     """Mean nats per byte over (N, T + 1) windows, scored in chunks."""
-    total = sum(batch_loss(model, chunk).item() * len(chunk) for chunk in windows.split(32))
+    total = sum(float(batch_loss(model, chunk)) * len(chunk) for chunk in torch.split(windows, 32))
     return total / len(windows)
 
 
@@ -211,7 +212,7 @@ def continue_text(
     return bytes(ids[len(prompt.encode("utf-8")) :]).decode("utf-8", errors="replace")
 
 
-def train(cfg: TrainConfig, out: Path, command: str) -> dict:
+def train(cfg: TrainConfig, out: Path, command: str) -> dict[str, Any]:
     """Train, save the state_dict to `out` and its manifest beside it; return the manifest."""
     torch.set_num_threads(2)
     torch.manual_seed(cfg.seed)
@@ -248,7 +249,7 @@ def train(cfg: TrainConfig, out: Path, command: str) -> dict:
         )
         loss = batch_loss(model, windows)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        torch.autograd.backward(loss)  # loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         if step % 10 == 0 or step == cfg.steps - 1:
@@ -318,7 +319,7 @@ def _weighted(losses: dict[str, float], sizes: dict[str, int]) -> float:
     return sum(losses[s] * sizes[s] for s in losses) / sum(sizes.values())
 
 
-def _corpus_description(docs: list[Document], split: Split) -> dict:
+def _corpus_description(docs: list[Document], split: Split) -> dict[str, Any]:
     text = "\n\n".join(f"{d.source}/{d.name}\n{d.text}" for d in docs).encode("utf-8")
     return {
         "sources": {
@@ -362,4 +363,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -1,0 +1,37 @@
+"""The engine and the kernels type-check under `mypy --strict` (configuration: pyproject.toml's
+[tool.mypy]), and the Literal names a snapshot holds are exactly the engine's enum values."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import get_args
+
+import pytest
+
+from engine.events import EVENT_KINDS
+from engine.request import Status, StatusName, Stop, StopName
+from engine.snapshot import BLOCK_STATES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_engine_and_kernels_pass_mypy_strict():
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "engine", "kernels"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"mypy --strict engine kernels:\n{proc.stdout}{proc.stderr}"
+
+
+def test_the_snapshot_literals_are_the_enum_values():
+    assert set(get_args(StatusName)) == {s.value for s in Status}
+    assert set(get_args(StopName)) == {s.value for s in Stop}
+
+
+def test_the_value_lists_are_unchanged():
+    # what the page and the recordings see: plain strings, in this order
+    assert BLOCK_STATES == ("free", "reserved", "tokens", "cached")
+    assert EVENT_KINDS == ("request_added", "request_admitted", "request_refused", "request_preempted",
+                           "request_finished", "request_released", "block_allocated", "block_freed",
+                           "block_shared", "block_evicted")
