@@ -95,7 +95,8 @@ postgres:
 
 # The tests run in TEST_WORKERS pytest-xdist processes (default 2: this project's 2-core machine),
 # each with its own served lesson, Chromium and databases on free ports; --dist loadgroup keeps
-# the tests of one xdist_group (those of the one vLLM server) in one worker.
+# the tests of one xdist_group in one worker: those of one module (its module-scoped server
+# starts once), of the one vLLM server, of the one exported site (tests/conftest.py).
 TEST_WORKERS ?= 2
 test: $(VENV)/.test-installed chromium postgres vllm-test-setup
 	$(BIN)/ruff check .

@@ -146,11 +146,15 @@ def static_site(tmp_path_factory):
 
 
 def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (make test: two workers), every test of the session's one exported site
-    runs in one worker, which exports it once (not once per worker)."""
+    """Under pytest-xdist (make test: two workers, `--dist loadgroup`), the tests of one module run
+    in one worker, so that a module's own server, class or benchmark run (a module-scoped
+    fixture: tens of seconds for some) starts once, not once in each worker; and every test of
+    the session's one exported site runs in one worker, which exports it once."""
     for item in items:
         if "static_site" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("static_site"))
+        elif item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 @pytest.fixture(autouse=True)
