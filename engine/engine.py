@@ -27,7 +27,15 @@ from engine.events import EventLog
 from engine.model import ForwardBatch, KVPool, Transformer
 from engine.request import Request, Status
 from engine.scheduler import Scheduler
-from engine.snapshot import Metrics, Snapshot, build_snapshot, compute_metrics
+from engine.snapshot import (
+    BlockState,
+    BlockView,
+    Metrics,
+    RadixNodeView,
+    RequestView,
+    Snapshot,
+    compute_metrics,
+)
 from engine.tokenizer import ByteTokenizer
 from engine.util import ceil_div
 
@@ -327,3 +335,59 @@ class StepWork:
     is_prefill: bool
     reqs: list[Request]
     starts: list[int]
+
+
+def build_snapshot(engine: Engine) -> Snapshot:
+    """The engine as it is now, as an immutable `Snapshot` (engine/snapshot.py): every block's
+    state and owners, every request, the radix tree, the metrics. (Here, beside the engine it
+    reads, so that snapshot.py needs no import of this module.)"""
+    sched, pool, tok = engine.scheduler, engine.pool, engine.tokenizer
+    requests = list(engine.requests.values())
+    owners: dict[int, list[int]] = {}
+    for r in requests:
+        for b in r.block_table:
+            owners.setdefault(b, []).append(r.request_id)
+    cached = sched.radix.block_ids() if sched.radix is not None else set()
+    blocks = []
+    for b in range(pool.num_blocks):
+        own = tuple(owners.get(b, ()))
+        state: BlockState
+        if pool.ref_count[b] == 0:
+            state = "free"
+        elif not own and b in cached:
+            state = "cached"
+        elif pool.tokens[b]:
+            state = "tokens"
+        else:
+            state = "reserved"
+        blocks.append(
+            BlockView(b, state, own, pool.page_index[b], len(pool.tokens[b]), pool.ref_count[b], tok.decode(pool.tokens[b]))
+        )
+    req_views = tuple(
+        RequestView(
+            r.request_id, r.name, r.status.value, tuple(r.block_table), r.num_tokens, len(r.prompt_ids),
+            r.num_computed, r.num_prefix_hit, r.num_preemptions, r.reason, r.stop.value,
+            tok.decode(r.prompt_ids), tok.decode(r.all_ids), tok.decode(r.output_ids),
+        )
+        for r in requests
+    )
+    radix: tuple[RadixNodeView, ...] = ()
+    if sched.radix is not None:
+        radix = tuple(
+            RadixNodeView(n.node_id, n.up.node_id, tok.decode(n.key), tuple(n.blocks), n.lock_ref, n.last_access)
+            for n in sched.radix.nodes()
+        )
+    return Snapshot(
+        step=sched.counters.steps,
+        block_size=pool.block_size,
+        policy=engine.config.policy,
+        prefix_sharing=engine.config.prefix_sharing,
+        backend=engine.backend.name,
+        device=engine.device.type,
+        blocks=tuple(blocks),
+        requests=req_views,
+        radix=radix,
+        metrics=engine.metrics(),
+        events=tuple(engine.log.events),
+        block_reads=tuple(int(x) for x in engine.last_block_reads),
+    )

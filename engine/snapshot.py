@@ -16,7 +16,6 @@ from engine.request import Request, Status, StatusName, Stop, StopName
 from engine.util import ceil_div
 
 if TYPE_CHECKING:
-    from engine.engine import Engine
     from engine.scheduler import Counters
 
 BlockState = Literal["free", "reserved", "tokens", "cached"]  # reserved = reserved-empty; cached = cached-idle
@@ -155,56 +154,3 @@ class Snapshot:
             if name_or_id in (r.name, r.request_id):
                 return r
         raise KeyError(f"no request {name_or_id!r} in this snapshot")
-
-
-def build_snapshot(engine: Engine) -> Snapshot:
-    sched, pool, tok = engine.scheduler, engine.pool, engine.tokenizer
-    requests = list(engine.requests.values())
-    owners: dict[int, list[int]] = {}
-    for r in requests:
-        for b in r.block_table:
-            owners.setdefault(b, []).append(r.request_id)
-    cached = sched.radix.block_ids() if sched.radix is not None else set()
-    blocks = []
-    for b in range(pool.num_blocks):
-        own = tuple(owners.get(b, ()))
-        state: BlockState
-        if pool.ref_count[b] == 0:
-            state = "free"
-        elif not own and b in cached:
-            state = "cached"
-        elif pool.tokens[b]:
-            state = "tokens"
-        else:
-            state = "reserved"
-        blocks.append(
-            BlockView(b, state, own, pool.page_index[b], len(pool.tokens[b]), pool.ref_count[b], tok.decode(pool.tokens[b]))
-        )
-    req_views = tuple(
-        RequestView(
-            r.request_id, r.name, r.status.value, tuple(r.block_table), r.num_tokens, len(r.prompt_ids),
-            r.num_computed, r.num_prefix_hit, r.num_preemptions, r.reason, r.stop.value,
-            tok.decode(r.prompt_ids), tok.decode(r.all_ids), tok.decode(r.output_ids),
-        )
-        for r in requests
-    )
-    radix: tuple[RadixNodeView, ...] = ()
-    if sched.radix is not None:
-        radix = tuple(
-            RadixNodeView(n.node_id, n.up.node_id, tok.decode(n.key), tuple(n.blocks), n.lock_ref, n.last_access)
-            for n in sched.radix.nodes()
-        )
-    return Snapshot(
-        step=sched.counters.steps,
-        block_size=pool.block_size,
-        policy=engine.config.policy,
-        prefix_sharing=engine.config.prefix_sharing,
-        backend=engine.backend.name,
-        device=engine.device.type,
-        blocks=tuple(blocks),
-        requests=req_views,
-        radix=radix,
-        metrics=engine.metrics(),
-        events=tuple(engine.log.events),
-        block_reads=tuple(int(x) for x in engine.last_block_reads),
-    )

@@ -145,6 +145,7 @@ def static_site(tmp_path_factory):
     return out
 
 
+@pytest.hookimpl(tryfirst=True)  # (before xdist's own, which reads the groups off the markers)
 def pytest_collection_modifyitems(items):
     """Under pytest-xdist (make test: two workers, `--dist loadgroup`), the tests of one module run
     in one worker, so that a module's own server, class or benchmark run (a module-scoped
@@ -155,6 +156,22 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group("static_site"))
         elif item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+class _GroupsHeld:
+    """In an xdist worker under `--dist loadgroup`, every test's id must carry its group (xdist
+    appends it): if a pytest and pytest-xdist pairing stops doing so, say it, instead of
+    silently running every module's servers in both workers (pytest 9 with xdist 3.8 did)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        if getattr(config.option, "loadgroup", False) and items and "@" not in items[0].nodeid:
+            raise pytest.UsageError("pytest-xdist's --dist loadgroup ignored the test groups with this "
+                                    "pytest: install requirements-test.txt's versions")
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_GroupsHeld(), "kvviz-groups-held")
 
 
 @pytest.fixture(autouse=True)
