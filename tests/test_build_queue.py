@@ -4,6 +4,7 @@ in order of arrival, each under its session's lock, with the event loop free in 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 
 import panel as pn
@@ -11,6 +12,13 @@ from bokeh.document import Document
 
 from kvviz.process import build_queue
 from kvviz.process.build_queue import BuildQueue
+
+
+def arun(coro):
+    """`asyncio.run` on a thread of its own: in a test worker that has run Playwright's sync tests,
+    this thread already has a running event loop."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 class FakeSession:
@@ -62,7 +70,7 @@ def run(queue: BuildQueue, jobs: list) -> None:
             queue.submit(doc, parts)
         while len(queue):
             await asyncio.sleep(0.005)
-    asyncio.run(go())
+    arun(go())
 
 
 def test_parts_run_one_at_a_time_in_order_of_arrival_each_under_its_sessions_lock():
@@ -94,7 +102,7 @@ def test_a_part_waits_until_the_loop_has_run_what_was_waiting():
         await click
         while len(queue):
             await asyncio.sleep(0.005)
-    asyncio.run(go())
+    arun(go())
     first_part = log.index("a part 0")
     assert log.count("click") == 20 and "click" not in log[first_part:]
 
@@ -108,7 +116,7 @@ def test_a_loop_that_is_never_quiet_still_gets_its_parts_after_the_longest_gap(m
         given = await build_queue.breathe()
         endless.cancel()
         return given
-    given = asyncio.run(go())
+    given = arun(go())
     assert 0.05 <= given < 0.2 and log.count("click") > 5
 
 

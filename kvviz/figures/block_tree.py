@@ -24,7 +24,7 @@ from kvviz.web.sources import assign, binary, padded
 
 ROW_PX = 54
 NARROW_PX = 700  # narrower than this (a phone), a box is about 50 px wide: the short labels
-NARROW_LABEL_CHARS = 6  # "Q: Wh…" at 11 px, inside a phone's box
+NARROW_LABEL_CHARS = 5  # "Q: W…" at 11 px (36 px), inside a phone's box (45 px on the full page)
 
 
 @dataclass(frozen=True)
