@@ -147,9 +147,12 @@ def model_order(model: Model) -> list[Model]:
     return collect_filtered_models(lambda m: isinstance(m, CustomJS), model)
 
 
-def _by_class(doc: Document, css_class: str) -> str:
-    """The id of the one model of `doc` with this CSS class."""
+def _by_class(doc: Document, css_class: str, optional: bool = False) -> str | None:
+    """The id of the one model of `doc` with this CSS class (None when there is none and that is
+    `optional`)."""
     found = [m.id for m in doc.models if css_class in (getattr(m, "css_classes", None) or [])]
+    if optional and not found:
+        return None
     if len(found) != 1:
         raise LookupError(f"{len(found)} models with class {css_class!r}")
     return found[0]
@@ -183,9 +186,8 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
             continue
         state = lesson.states[key]
         rec = record(doc, state, recipe.branches, lambda r=recipe, s=state: r.branches[r.default](s), _link(key))
-        ids = {"view": _by_class(doc, f"kv-recorded-{key}")}
-        if any(f"kv-live-{key}" in (getattr(m, "css_classes", None) or []) for m in doc.models):
-            ids["live"] = _by_class(doc, f"kv-live-{key}")  # (a node with a line under its controls for it)
+        # (the line under a node's controls that says a branch was run live: node 04 has none)
+        ids = {"view": _by_class(doc, f"kv-recorded-{key}"), "live": _by_class(doc, f"kv-live-{key}", optional=True)}
         order = [m.id for m in model_order(doc.get_model_by_id(ids["view"]))]
         place = {mid: i for i, mid in enumerate(order)}
         placed[key] = [[place[mid], attr] for mid, attr in rec.props]
