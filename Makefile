@@ -14,7 +14,7 @@ PROCS ?= 1
 ALLOW ?= localhost:$(PORT)
 BIN = $(VENV)/bin
 
-.PHONY: lesson test bench chromium postgres clean export class backends nginx vllm vllm-venv vllm-test-setup vllm-recording
+.PHONY: lesson test bench chromium postgres compiler clean export class backends nginx vllm vllm-venv vllm-test-setup vllm-recording
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ $(VENV)/.test-installed: requirements.txt requirements-test.txt | $(BIN)/python
 
 # Hand-ins go to KVVIZ_DB (default ./kvviz-class.db), shared by the PROCS processes; the teacher's
 # passphrase is KVVIZ_TEACHER_KEY, else one generated once and stored there (printed here).
-lesson: $(VENV)/.lesson-installed
+lesson: $(VENV)/.lesson-installed compiler
 	@$(BIN)/python -m kvviz.handin.key --url http://$(ADDRESS):$(PORT)/teacher
 	@echo "The lesson (students open this): http://$(ADDRESS):$(PORT)/  (recorded from this engine at the first start, in about a minute; live at /app meanwhile)"
 	$(BIN)/panel serve app.py teacher.py --port $(PORT) --address $(ADDRESS) --num-procs $(PROCS) \
@@ -50,7 +50,7 @@ CLASS_ALLOW = $(if $(filter file,$(origin ALLOW)),*,$(ALLOW))
 
 # With KVVIZ_DB=postgresql://... (a lecture hall: README), Debian's PostgreSQL is installed first
 # when missing, as nginx is (its user and database: README "A lecture hall", step 1).
-class: $(VENV)/.lesson-installed nginx $(if $(findstring postgresql,$(KVVIZ_DB)),postgres)
+class: $(VENV)/.lesson-installed compiler nginx $(if $(findstring postgresql,$(KVVIZ_DB)),postgres)
 	BOKEH_VALIDATE_DOC=false $(BIN)/python deploy/class_server.py --address '$(CLASS_ADDRESS)' \
 		--port $(PORT) --allow '$(CLASS_ALLOW)' --backends $(BACKENDS) $(foreach u,$(UPSTREAM),--upstream $(u))
 
@@ -59,7 +59,7 @@ class: $(VENV)/.lesson-installed nginx $(if $(findstring postgresql,$(KVVIZ_DB))
 # machine): BACKENDS single-process `panel serve` on 0.0.0.0:BASE_PORT+i, hand-ins into KVVIZ_DB
 # (a postgresql:// URL shared by every machine; see deploy/README.md). Ctrl-C stops them.
 BASE_PORT ?= 5100
-backends: $(VENV)/.lesson-installed
+backends: $(VENV)/.lesson-installed compiler
 	BOKEH_VALIDATE_DOC=false $(BIN)/python deploy/class_server.py --backends-only --backend-address 0.0.0.0 \
 		--base-port $(BASE_PORT) --allow '$(CLASS_ALLOW)' --backends $(BACKENDS)
 
@@ -75,13 +75,22 @@ nginx:
 # make export: the lesson as static pages that replay the real engine with no server (kvviz/export):
 # SITE (default: site/) gets index.html and one page per node; LIVE_URL, if set, is linked from them.
 SITE ?= site
-export: $(VENV)/.lesson-installed
+export: $(VENV)/.lesson-installed compiler
 	$(BIN)/python -m kvviz.export '$(SITE)' $(if $(LIVE_URL),--live-url '$(LIVE_URL)')
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || test -x /usr/bin/chromium || { \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 		else echo "The browser tests need Debian's Chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
+
+# A C compiler for the engine's decode attention on the CPU (kernels/cpu/paged_decode.c, compiled on
+# first use for this CPU into ~/.cache/kvviz/native): Debian's gcc, installed with apt-get when
+# missing (as root). Without one the lesson still runs, on the slower torch reference; the tests
+# need it (tests/test_native_kernel.py).
+compiler:
+	@command -v $${CC:-cc} >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null; \
+		else echo "The engine's C kernel needs a C compiler (sudo apt-get install -y gcc); the lesson runs without it, slower" >&2; fi; }
 
 # Debian's PostgreSQL server for the hand-in storage tests (tests/postgres_support.py starts a
 # throwaway cluster of its own on a free port) and for a class's shared store on the machine that
@@ -98,7 +107,7 @@ postgres:
 # the tests of one xdist_group in one worker: those of one module (its module-scoped server
 # starts once), of the one vLLM server, of the one exported site (tests/conftest.py).
 TEST_WORKERS ?= 2
-test: $(VENV)/.test-installed chromium postgres vllm-test-setup
+test: $(VENV)/.test-installed chromium postgres compiler vllm-test-setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 

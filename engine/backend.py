@@ -1,8 +1,10 @@
 """Attention backends: where KV is written and read through the block tables.
 
 'torch' runs the plain-torch references of kernels/reference.py (any device).
+'native' is 'torch' with decode attention in C (kernels/cpu_native.py: the pool read in place, not
+gathered; CPU, float32; compiled on first use, so it needs a C compiler).
 'triton' runs the Triton kernels of kernels/ (CUDA; on CPU only under TRITON_INTERPRET=1).
-Both implement the same three calls, so the model never knows which one is live.
+All implement the same three calls, so the model never knows which one is live.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import reference
+from kernels import cpu_native, reference
 
 
 @dataclass(frozen=True)
@@ -36,9 +38,20 @@ def resolve_device(device: str) -> torch.device:
 
 
 def select_backend(name: str, device: torch.device) -> AttentionBackend:
-    """'auto' picks triton on CUDA and torch elsewhere."""
+    """'auto' picks triton on CUDA, native on a CPU where the C kernel builds, else torch."""
     if name == "auto":
-        name = "triton" if device.type == "cuda" else "torch"
+        name = "triton" if device.type == "cuda" else "native" if device.type == "cpu" and cpu_native.available() else "torch"
+    if name == "native":
+        if device.type != "cpu" or not cpu_native.available():
+            why = "it runs on the CPU only" if device.type != "cpu" else cpu_native.unavailable_reason()
+            raise ValueError(f"backend='native' is not available here: {why}")
+        return AttentionBackend(
+            "native",
+            reference.store_kv_ref,
+            reference.paged_extend_attention_ref,
+            cpu_native.paged_decode_attention,
+            cpu_native.plan_decode,
+        )
     if name == "torch":
         return AttentionBackend(
             "torch",

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 POLICIES = ("contiguous", "paged")
-BACKENDS = ("auto", "torch", "triton")
+BACKENDS = ("auto", "torch", "native", "triton")
 ADMISSIONS = ("wait", "refuse")
 WEIGHTS = ("random", "trained")
 

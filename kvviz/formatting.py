@@ -108,7 +108,7 @@ def seconds(s: float) -> str:
 
 
 def backend_badge(snap: Snapshot) -> str:
-    """Which engine backend and device are live, e.g. 'torch · CPU'."""
+    """Which engine backend and device are live, e.g. 'native · CPU'."""
     return f"{snap.backend} · {snap.device.upper()}"
 
 

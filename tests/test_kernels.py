@@ -8,11 +8,9 @@ output) are per dtype, in TOLERANCES.
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 
 import pytest
 import torch
@@ -27,6 +25,8 @@ for _name in ("kernels.store_kv_kernel", "kernels.decode_attention", "kernels.ex
     if _name in sys.modules:
         importlib.reload(sys.modules[_name])
 
+from paged_kv_support import DEVICE, HEAD_DIM, make_paged_kv  # noqa: E402
+
 from kernels import _checks, paged_decode_attention, paged_extend_attention, store_kv  # noqa: E402
 from kernels import decode_attention as decode_module  # noqa: E402
 from kernels.reference import (  # noqa: E402
@@ -37,69 +37,17 @@ from kernels.reference import (  # noqa: E402
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # (atol, rtol) of the kernel's output against the reference's, both in the input dtype.
 TOLERANCES = {
     torch.float32: (2e-5, 2e-5),
     torch.float16: (4e-3, 4e-3),
     torch.bfloat16: (2e-2, 2e-2),
 }
-# Unused cache slots hold this: a kernel that reads past a sequence or outside its blocks fails
-# loudly, while the reference's masked reads (probability exactly 0) stay finite.
-POISON = 50.0
-HEAD_DIM = 16
 
 
 def _param_id(value):
     """Readable test ids: 'float16' rather than 'dtype3'."""
     return str(value).removeprefix("torch.") if isinstance(value, torch.dtype) else None
-
-
-@dataclass
-class PagedKV:
-    """A cache holding len(seq_lens) sequences in shuffled physical blocks."""
-
-    k_cache: torch.Tensor  # (num_blocks, block_size, num_kv_heads, head_dim)
-    v_cache: torch.Tensor
-    block_tables: torch.Tensor  # (num_seqs, max_pages) int32; unused entries are -1
-    seq_lens: torch.Tensor  # (num_seqs,) int32
-
-
-def make_paged_kv(
-    seq_lens: list[int],
-    block_size: int,
-    num_kv_heads: int,
-    dtype: torch.dtype,
-    gen: torch.Generator,
-    *,
-    head_dim: int = HEAD_DIM,
-    fused_kv: bool = False,
-) -> PagedKV:
-    """Each sequence gets its pages from a random permutation of the block ids, plus spare
-    blocks nobody owns. fused_kv lays K and V out as kv[:, 0] and kv[:, 1] of one tensor, so the
-    caches are strided views whose first two dims cannot be merged."""
-    pages = [math.ceil(n / block_size) for n in seq_lens]
-    num_blocks = sum(pages) + 3
-    perm = torch.randperm(num_blocks, generator=gen).tolist()
-    block_tables = torch.full((len(seq_lens), max(pages) + 1), -1, dtype=torch.int32)
-    for s, n in enumerate(pages):
-        block_tables[s, :n] = torch.tensor(perm[:n], dtype=torch.int32)
-        perm = perm[n:]
-    shape = (num_blocks, block_size, num_kv_heads, head_dim)
-    if fused_kv:
-        kv = torch.full((num_blocks, 2, *shape[1:]), POISON, dtype=dtype)
-        k_cache, v_cache = kv[:, 0], kv[:, 1]
-    else:
-        k_cache, v_cache = torch.full(shape, POISON, dtype=dtype), torch.full(shape, POISON, dtype=dtype)
-    seq_ids = torch.repeat_interleave(torch.arange(len(seq_lens)), torch.tensor(seq_lens))
-    positions = torch.cat([torch.arange(n) for n in seq_lens])
-    slots = slot_mapping_ref(block_tables, seq_ids, positions, block_size)
-    num_tokens = sum(seq_lens)
-    k = torch.randn(num_tokens, num_kv_heads, head_dim, generator=gen)
-    v = torch.randn(num_tokens, num_kv_heads, head_dim, generator=gen)
-    store_kv_ref(k_cache, v_cache, k, v, slots)
-    return PagedKV(k_cache.to(DEVICE), v_cache.to(DEVICE), block_tables.to(DEVICE),
-                   torch.tensor(seq_lens, dtype=torch.int32, device=DEVICE))
 
 
 def assert_close(actual: torch.Tensor, expected: torch.Tensor) -> None:

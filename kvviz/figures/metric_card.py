@@ -26,7 +26,7 @@ Other stable hooks:
     .kv-why                                 why requests were refused/preempted (engine reasons)
     .kv-events li[data-kind="block_evicted"]  node 03's evictions
     .kv-url-notice                          problems with the link's parameters
-    .kv-badge                               "engine: torch · CPU"
+    .kv-badge                               "engine: native · CPU"
     .kv-sharing input                       the Prefix sharing checkbox, also
                                             get_by_role("checkbox", name="Prefix sharing")
     .kv-reserve [role=slider]               the Reserved length slider's handle, also

@@ -1,0 +1,190 @@
+"""Paged decode attention in C for the CPU (kernels/cpu/paged_decode.c), called through ctypes.
+
+    from kernels import cpu_native
+    if cpu_native.available():                      # compiled (once per machine) and loaded
+        out = cpu_native.paged_decode_attention(q, k_cache, v_cache, block_tables, seq_lens, scale)
+
+The same call, layouts and result as kernels/reference.py's `paged_decode_attention_ref` (to float
+rounding: the sums run in another order), without its gather: the reference copies each page a
+sequence reads into a padded tensor, in every layer, and then attends; the C reads each key and value
+once, in its block. That copy was most of a decode step for a batch of 64 (docs/architecture.md).
+
+The C file is compiled on first use by the machine's C compiler (`$CC`, else `cc`), for this CPU
+(`-march=native`), into a cache keyed by the source, the flags, the compiler and the CPU
+(`$KVVIZ_NATIVE_CACHE`, else ~/.cache/kvviz/native). With no compiler, or a failed build,
+`available()` is False and says why in `unavailable_reason()`; the engine then uses the torch
+reference (engine/backend.py). Shapes, dtypes and every index are checked here before the C reads
+memory through them; anything the C does not handle (other dtypes, non-contiguous caches) is
+handed to the reference.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from kernels import reference
+
+SOURCE = Path(__file__).resolve().parent / "cpu" / "paged_decode.c"
+# Compiled, then linked apart: -ffast-math lets the loops marked `omp simd` vectorize (sums in another
+# order; expf as glibc's vector expf) but, given when linking, would also link crtfastmath.o, whose
+# start-up code would set the whole process's floats to flush denormals to zero (torch's too).
+# -fopenmp-simd: the pragmas only, no threads and no OpenMP runtime.
+COMPILE_FLAGS = ("-O3", "-march=native", "-ffast-math", "-fopenmp-simd", "-fPIC")
+LINK_FLAGS = ("-shared", "-lmvec", "-lm")
+
+
+def cache_dir() -> Path:
+    if os.environ.get("KVVIZ_NATIVE_CACHE"):
+        return Path(os.environ["KVVIZ_NATIVE_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kvviz" / "native"
+
+
+def _cpu_flags() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return line
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _compiler() -> str | None:
+    return shutil.which(os.environ.get("CC") or "cc")
+
+
+def _build(cc: str) -> Path:
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    key = hashlib.sha256("\0".join([SOURCE.read_text(), *COMPILE_FLAGS, *LINK_FLAGS, version, platform.machine(), _cpu_flags()]).encode())
+    lib = cache_dir() / f"paged_decode-{key.hexdigest()[:16]}.so"
+    if lib.exists():
+        return lib
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    # built beside its final name, then renamed: processes building at once each get a whole file
+    with tempfile.TemporaryDirectory(dir=lib.parent) as tmp:
+        obj, so = Path(tmp) / "paged_decode.o", Path(tmp) / "paged_decode.so"
+        for cmd in ([cc, *COMPILE_FLAGS, "-c", str(SOURCE), "-o", str(obj)], [cc, str(obj), "-o", str(so), *LINK_FLAGS]):
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            if proc.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stderr.strip()[-2000:]}")
+        os.replace(so, lib)
+    return lib
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    fn: Callable[..., None] | None
+    reason: str
+
+
+@functools.cache
+def _load() -> _Loaded:
+    if os.environ.get("KVVIZ_NATIVE") == "0":
+        return _Loaded(None, "KVVIZ_NATIVE=0 turns the C kernel off")
+    cc = _compiler()
+    if cc is None:
+        return _Loaded(None, f"no C compiler ({os.environ.get('CC') or 'cc'}) on PATH")
+    try:
+        lib = ctypes.CDLL(str(_build(cc)))
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        return _Loaded(None, f"the C kernel could not be built or loaded: {exc}")
+    fn = lib.kvviz_paged_decode
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    fn.argtypes = [ptr, ptr, ptr, ptr, i64, ptr, i64, i64, i64, i64, i64, ctypes.c_float, ptr, ptr]
+    fn.restype = None
+    return _Loaded(fn, "")
+
+
+def available() -> bool:
+    """Whether the C kernel is compiled and loaded (building it now, once per process, if need be)."""
+    return _load().fn is not None
+
+
+def unavailable_reason() -> str:
+    return _load().reason
+
+
+@dataclass(frozen=True)
+class NativePlan:
+    """What every layer's decode reads the same way, checked once per forward (plan_decode)."""
+
+    block_tables: torch.Tensor  # (S, P) int32, contiguous
+    seq_lens: torch.Tensor  # (S,) int32, contiguous
+    max_len: int
+    block_size: int
+    used_blocks: torch.Tensor  # (n,) int64: the blocks the sequences read, once per sequence
+    top_block: int  # the largest of them (checked against the pool's size by each call)
+
+
+def plan_decode(block_tables: torch.Tensor, seq_lens: torch.Tensor, block_size: int) -> NativePlan:
+    """Checks the tables and lengths the C will read memory through: each length in
+    [1, pages × block_size], each block a sequence reads ≥ 0 (and, by each call, < the pool's size)."""
+    if block_tables.dim() != 2 or seq_lens.shape != (block_tables.shape[0],):
+        raise ValueError(f"block_tables must be (num_seqs, pages) and seq_lens (num_seqs,), "
+                         f"got {tuple(block_tables.shape)} and {tuple(seq_lens.shape)}")
+    tables = block_tables.to(torch.int32).contiguous()
+    lens = seq_lens.to(torch.int32).contiguous()
+    lo, hi = int(lens.min()), int(lens.max())
+    if lo < 1 or hi > tables.shape[1] * block_size:
+        raise ValueError(f"seq_lens must be in [1, {tables.shape[1] * block_size}] (the block tables' pages "
+                         f"× block_size), got {lo}..{hi}")
+    pages = (hi + block_size - 1) // block_size
+    used = tables[:, :pages][torch.arange(pages)[None, :] * block_size < lens[:, None].long()].long()
+    if int(used.min()) < 0:
+        raise ValueError(f"block_tables name block {int(used.min())}: a block id is >= 0")
+    return NativePlan(tables, lens, hi, block_size, used, int(used.max()))
+
+
+def paged_decode_attention(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,
+    seq_lens: torch.Tensor,
+    scale: float,
+    block_reads: torch.Tensor | None = None,
+    plan: NativePlan | None = None,
+) -> torch.Tensor:
+    """reference.paged_decode_attention_ref's call and result, computed by the C kernel when it is
+    available and the tensors are float32, contiguous and on the CPU (else by the reference).
+    `plan`: plan_decode's, made once per forward for every layer (else made and checked here)."""
+    fn = _load().fn
+    c_able = (fn is not None and q.dtype == k_cache.dtype == v_cache.dtype == torch.float32
+              and q.device.type == k_cache.device.type == v_cache.device.type == "cpu"
+              and k_cache.is_contiguous() and v_cache.is_contiguous() and k_cache.shape == v_cache.shape)
+    if not c_able:
+        return reference.paged_decode_attention_ref(q, k_cache, v_cache, block_tables, seq_lens, scale, block_reads)
+    num_blocks, block_size, num_kv_heads, head_dim = k_cache.shape
+    num_seqs, num_heads = q.shape[0], q.shape[1]
+    if q.shape != (num_seqs, num_heads, head_dim) or num_heads % num_kv_heads:
+        raise ValueError(f"q must be (num_seqs, a multiple of {num_kv_heads} heads, {head_dim}), got {tuple(q.shape)}")
+    if plan is None or plan.block_size != block_size:
+        plan = plan_decode(block_tables, seq_lens, block_size)
+    if plan.seq_lens.shape[0] != num_seqs:
+        raise ValueError(f"q has {num_seqs} sequences but the block tables {plan.seq_lens.shape[0]}")
+    if plan.top_block >= num_blocks:
+        raise ValueError(f"block_tables name block {plan.top_block}; the pool has {num_blocks}")
+    q = q.contiguous()
+    out = torch.empty_like(q)
+    scratch = torch.empty((num_heads // num_kv_heads) * plan.max_len, dtype=torch.float32)
+    assert fn is not None
+    fn(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), plan.block_tables.data_ptr(), plan.block_tables.shape[1],
+       plan.seq_lens.data_ptr(), num_seqs, num_heads, num_kv_heads, head_dim, block_size, scale, out.data_ptr(),
+       scratch.data_ptr())
+    if block_reads is not None:  # as the reference counts them: once per (sequence, KV head) reading a block
+        used = plan.used_blocks
+        block_reads.index_add_(0, used, torch.full_like(used, num_kv_heads, dtype=block_reads.dtype))
+    return out
