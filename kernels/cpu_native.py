@@ -179,7 +179,7 @@ def paged_decode_attention(
         raise ValueError(f"block_tables name block {plan.top_block}; the pool has {num_blocks}")
     q = q.contiguous()
     out = torch.empty_like(q)
-    scratch = torch.empty((num_heads // num_kv_heads) * plan.max_len, dtype=torch.float32)
+    scratch = torch.empty(num_heads * plan.max_len, dtype=torch.float32)
     assert fn is not None
     fn(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), plan.block_tables.data_ptr(), plan.block_tables.shape[1],
        plan.seq_lens.data_ptr(), num_seqs, num_heads, num_kv_heads, head_dim, block_size, scale, out.data_ptr(),

