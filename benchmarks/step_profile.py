@@ -4,7 +4,7 @@
 
 The workload of benchmarks/vs_vllm.py's throughput: a batch of prompts (node 03's system prompt
 and a question, ~120 tokens each), 64 greedy tokens each, from an empty cache, prefix sharing
-off, the trained weights, the torch backend, one torch thread. For each engine (REV's, extracted
+off, the trained weights, the engine's default backend ('auto'), one torch thread. For each engine (REV's, extracted
 with `git archive`, and the working tree's) and each batch size, in child processes taking turns
 (`rounds` times each; the best is kept, the machine being shared):
 
@@ -67,22 +67,24 @@ def child(tree: str, spec_path: str) -> None:
 
     def run(batch: list[str], profiler: cProfile.Profile | None = None):
         blocks = len(batch) * 8 + 8  # room for every request at once: no preemption
-        engine = Engine(EngineConfig(num_blocks=blocks, block_size=32, backend="torch", device="cpu"))
+        engine = Engine(EngineConfig(num_blocks=blocks, block_size=32, device="cpu"))  # backend auto
         t0, c0 = time.perf_counter(), time.process_time()
         if profiler is not None:
             profiler.enable()
         results = engine.generate(batch, MAX_TOKENS)
         if profiler is not None:
             profiler.disable()
+        used.add(engine.backend.name)
         return time.perf_counter() - t0, engine.scheduler.counters.steps, results, time.process_time() - c0
 
-    out = {}
+    out: dict = {}
+    used: set[str] = set()
     for name, batch in spec["batches"].items():
         run(batch)  # warm-up
         timed = [run(batch) for _ in range(3)]
         prof = cProfile.Profile()
         _, steps, results, _ = run(batch, prof)
-        out[name] = {"wall_s": min(t[0] for t in timed), "cpu_s": min(t[3] for t in timed), "steps": steps,
+        out[name] = {"backend": "/".join(sorted(used)), "wall_s": min(t[0] for t in timed), "cpu_s": min(t[3] for t in timed), "steps": steps,
                      "tokens": len(batch) * MAX_TOKENS,
                      "phases_ms": phase_times(pstats.Stats(prof), steps),
                      "token_ids": [r.token_ids for r in results]}
@@ -133,6 +135,8 @@ def report(out: dict) -> str:
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in out["batches"]:
         for who in ("before", "after"):
+            lines[1] = lines[1].replace("torch backend", "the engine's default backend (before: "
+                                        f"{out['before'][name]['backend']}, after: {out['after'][name]['backend']})")
             r = out[who][name]
             p = r["phases_ms"]
             post = "(in prepare)" if who == "before" and p["post-process"] == 0 else f"{p['post-process']:.2f}"

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("kvviz", "engine", "kernels")  # every .py, .js and .css file under these
-SUFFIXES = {".py", ".js", ".css"}
+SOURCES = ("kvviz", "engine", "kernels")  # every .py, .js, .css and .c file under these
+SUFFIXES = {".py", ".js", ".css", ".c"}
 
 
 def cache_root(environ=os.environ) -> Path:
