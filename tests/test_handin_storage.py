@@ -128,8 +128,9 @@ def test_text_is_cleaned_and_capped(hostile):
     assert h.name.startswith("Ada Lovelace x") and len(h.name) == MAX_NAME
     assert h.answer.startswith("a\nb [31m c") and len(h.answer) == MAX_ANSWER
     assert len(h.checks) == MAX_ITEMS
-    assert h.checks[0] == {"key": "k", "question": hostile, "typed": "", "outcome": "", "feedback": "", "right": None}
-    assert len(h.predictions) == 1 and len(h.predictions[0]["predicted"]) == model.MAX_SHORT
+    assert h.checks[0].to_json() == {"key": "k", "question": hostile, "typed": "", "outcome": "", "feedback": "",
+                                     "right": None}
+    assert len(h.predictions) == 1 and len(h.predictions[0].predicted) == model.MAX_SHORT
 
 
 @pytest.mark.parametrize("query", ["javascript:alert(1)", "?a=1 onmouseover=x", '?a="><script>', "?a=1#frag",
