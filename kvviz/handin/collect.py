@@ -2,9 +2,10 @@
 
 Reads what exists and nothing more, so it follows the explain node as it changes: the answer;
 the self-checks (`responses`, `feedback` and the question texts in its module's `CHECKS`); the
-predictions (`predictions`: `ResolvedPrediction`s, kvviz/state/predict.py, on the explain state or
-on any node's state), each becoming a `HandInCheck` or `HandInPrediction`; the state link (every node's state in the URL) and the
-headline metric cards of every live node, as the student saw them. The link and the node list
+predictions (`predictions`, on the explain state or on any node's state); each self-check and
+prediction a `ResolvedPrediction` (kvviz/state/predict.py), handed in as a `HandInCheck` or a
+`HandInPrediction`; the state link (every node's state in the URL) and the headline metric cards
+of every live node, as the student saw them. The link and the node list
 come from the page that composes the lesson (kvviz/lesson.py): nothing here reads the registry.
 """
 

@@ -90,7 +90,7 @@ class _Item:
         return asdict(self)
 
 
-Item = TypeVar("Item", bound=_Item)
+ItemT = TypeVar("ItemT", bound=_Item)
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class HandInPrediction(_Item):
     KIND: ClassVar[str] = "prediction"
 
 
-def items(values, kind: type[Item]) -> tuple[Item, ...]:
+def items(values, kind: type[ItemT]) -> tuple[ItemT, ...]:
     """At most MAX_ITEMS of `kind`, cleaned and capped, from untrusted values: instances of
     `kind` or plain data (JSON objects); anything else (counted towards the cap) is left out."""
     out = []

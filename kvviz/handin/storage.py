@@ -141,8 +141,7 @@ class Store:
         h = validate(h)
         now = time.time() if now is None else now
         fields = (h.name, h.answer, compact([c.to_json() for c in h.checks]),
-                  compact([p.to_json() for p in h.predictions]), h.query,
-                  compact(h.metrics))
+                  compact([p.to_json() for p in h.predictions]), h.query, compact(h.metrics))
 
         def body(c: Connection) -> HandIn:
             rev = _bump(c)  # first: the write lock
