@@ -12,6 +12,7 @@ from markdown_it import MarkdownIt
 
 from kvviz.nodes.explain import markdown
 from kvviz.nodes.explain.state import ExplainState
+from kvviz.state.predict import ResolvedPrediction
 
 HOSTILE = ("<img src=x onerror=alert(1)> | a|b ` ``` `code` [link](javascript:alert(1)) *em* _u_ ~~s~~ &lt;b&gt; "
            "<script>alert(1)</script> ![i](x) \\| end")
@@ -44,7 +45,8 @@ def test_the_answer_reads_as_markdown_with_tables_and_the_data_at_the_end(explai
     assert "- (1) After R2's release 16 blocks are free" in md
     assert md.rstrip().endswith("```") and md.index("## The same, as data") > md.index("## Self-checks")
     record = data(md)
-    assert record["answer"] == explain.answer and record["predictions"] == explain.predictions
+    assert record["answer"] == explain.answer
+    assert [ResolvedPrediction.from_json(p) for p in record["predictions"]] == explain.predictions
     assert record["fragmentation"]["metrics"]["blocks_reserved_empty"] == 8
     html = render(md)
     assert html.count("<table>") == 2 and html.count("<tr>") == 4  # a header and one row each
@@ -58,8 +60,8 @@ def test_nothing_predicted_yet_says_so(frag, paging, radix):
 
 
 def test_hostile_text_stays_text_and_keeps_its_table_cell():
-    entry = {"node": HOSTILE, "question": HOSTILE, "predicted": HOSTILE, "outcome": HOSTILE, "right": False,
-             "why": HOSTILE}
+    entry = ResolvedPrediction(node=HOSTILE, question=HOSTILE, predicted=HOSTILE, outcome=HOSTILE, right=False,
+                               why=HOSTILE)
     md = markdown.document(HOSTILE, HOSTILE, f"{HOSTILE}\n# heading?\n- list?\n1. list?\n    code?\n> quote?",
                            [entry], [entry], [HOSTILE], {"answer": HOSTILE})
     html = render(md)

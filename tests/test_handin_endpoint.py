@@ -32,8 +32,8 @@ def test_a_hand_in_is_stored_once_cleaned_and_confirmed(db):
     assert status == 200 and answer["ok"] and "Your teacher can see it now" in answer["message"]
     [stored] = db.handins()
     assert stored.name == HOSTILE and stored.query == "?sharing=1"  # (kept as text: escaped where shown)
-    assert stored.predictions[0]["predicted"] == "9" and stored.predictions[0]["right"] is False
-    assert "why" not in stored.predictions[0]
+    assert stored.predictions[0].predicted == "9" and stored.predictions[0].right is False
+    assert "why" not in stored.predictions[0].to_json()
 
 
 @pytest.mark.parametrize("raw, why", [

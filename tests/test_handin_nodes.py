@@ -49,7 +49,7 @@ def test_handing_in_from_node_01_then_from_explain_updates_one_row_and_shares_th
     first = row.hand_in()
     assert first is not None and first.submissions == 1 and store.count() == 1
     (p,) = store.get(sid(7)).predictions
-    assert (p["node"], p["predicted"], p["outcome"], p["right"]) == ("fragmentation", "admitted", "refused", False)
+    assert (p.node, p.predicted, p.outcome, p.right) == ("fragmentation", "admitted", "refused", False)
     assert "Handed in at" in row.status.object and "“Ada”" in row.status.object
 
     explain = lesson.view("explain")  # built after: the name and the confirmation are already there

@@ -64,7 +64,7 @@ def test_revealed_the_engines_outcome_is_marked_even_when_nobody_predicted_it():
 
 def test_hidden_nothing_depends_on_the_outcome():
     a = the_class()
-    b = [HandIn.make(h.student_id, h.name, predictions=[{**p, "outcome": "something else"} for p in h.predictions],
+    b = [HandIn.make(h.student_id, h.name, predictions=[{**p.to_json(), "outcome": "something else"} for p in h.predictions],
                      checks=h.checks) for h in a]
     assert [bars(p) for p in pulse(a)] == [bars(p) for p in pulse(b)]
 

@@ -6,6 +6,8 @@ The storage only: no server, no Panel."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import multiprocessing as mp
 import os
 import signal
@@ -14,9 +16,19 @@ import sqlite3
 import stat
 
 import pytest
+import sqlalchemy as sa
 
-from kvviz.handin import model, storage
-from kvviz.handin.model import MAX_ANSWER, MAX_ITEMS, MAX_NAME, HandIn, RateLimit
+from kvviz.handin import model, schema, storage
+from kvviz.handin.database import make_engine
+from kvviz.handin.model import (
+    MAX_ANSWER,
+    MAX_ITEMS,
+    MAX_NAME,
+    HandIn,
+    HandInCheck,
+    HandInPrediction,
+    RateLimit,
+)
 from kvviz.handin.storage import Store, StoreError, StoreFull
 
 CTX = mp.get_context("fork")  # (the children use only the storage: no torch after the fork)
@@ -128,8 +140,9 @@ def test_text_is_cleaned_and_capped(hostile):
     assert h.name.startswith("Ada Lovelace x") and len(h.name) == MAX_NAME
     assert h.answer.startswith("a\nb [31m c") and len(h.answer) == MAX_ANSWER
     assert len(h.checks) == MAX_ITEMS
-    assert h.checks[0] == {"key": "k", "question": hostile, "typed": "", "outcome": "", "feedback": "", "right": None}
-    assert len(h.predictions) == 1 and len(h.predictions[0]["predicted"]) == model.MAX_SHORT
+    assert h.checks[0].to_json() == {"key": "k", "question": hostile, "typed": "", "outcome": "", "feedback": "",
+                                     "right": None}
+    assert len(h.predictions) == 1 and len(h.predictions[0].predicted) == model.MAX_SHORT
 
 
 @pytest.mark.parametrize("query", ["javascript:alert(1)", "?a=1 onmouseover=x", '?a="><script>', "?a=1#frag",
@@ -156,6 +169,66 @@ def test_the_storage_refuses_a_hand_in_that_make_would_not_produce(class_db, hos
     with pytest.raises(ValueError):
         store.save({"student_id": sid(1), "name": "Ada"})
     assert store.count() == 0
+
+
+# -- a self-check and a prediction as handed in -----------------------------------------------------
+def test_handed_in_items_are_frozen_and_round_trip_through_json():
+    check = HandInCheck.make(key="k", question="q?", typed="3", outcome="4", feedback="Not quite", right=False)
+    pred = HandInPrediction.make(node="radix", question="p?", predicted="9", outcome="18", right=None)
+    for item in (check, pred):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            item.right = True  # type: ignore[misc]
+        assert type(item).from_json(json.loads(json.dumps(item.to_json()))) == item
+    assert list(check.to_json()) == ["key", "question", "typed", "outcome", "feedback", "right"]
+    assert pred.to_json() == {"node": "radix", "question": "p?", "predicted": "9", "outcome": "18", "right": None}
+
+
+def test_handed_in_items_from_json_are_cleaned_and_capped_and_a_non_object_is_refused(hostile):
+    got = HandInPrediction.from_json({"node": "radix\x00", "question": hostile, "predicted": "x" * 999,
+                                      "outcome": 18, "right": "yes", "why": "not handed in", "cls": 1})
+    assert got == HandInPrediction(node="radix", question=hostile, predicted="x" * model.MAX_SHORT, outcome="",
+                                   right=None)
+    for bad in ("a string", ["a", "list"], None, 3):
+        with pytest.raises(ValueError, match="A handed-in self-check is a JSON object"):
+            HandInCheck.from_json(bad)
+
+
+def test_the_storage_refuses_an_item_that_from_json_would_not_produce(class_db):
+    store = Store(class_db)
+    unclean = HandInPrediction(node="radix", question="q\x00?", predicted="9", outcome="18", right=True)
+    with pytest.raises(ValueError, match="not clean text within its limit"):
+        store.save(HandIn(sid(1), "Ada", predictions=(unclean,)))
+    too_long = HandInCheck(key="k", question="q" * (model.MAX_SHORT + 1), right=True)
+    with pytest.raises(ValueError, match="not clean text within its limit"):
+        store.save(HandIn(sid(1), "Ada", checks=(too_long,)))
+    assert store.count() == 0
+
+
+def test_a_hand_in_stored_in_the_old_format_still_loads(class_db):
+    """Rows written before the items were dataclasses: the same JSON (plain dicts), and items of an
+    older hand-in missing the fields added later (a check's key, outcome, feedback)."""
+    store = Store(class_db)
+    store.save(handin(1))  # (the tables)
+    checks = [{"key": "gap", "question": "Longest gap?", "typed": "8", "outcome": "8", "feedback": "Right", "right": True},
+              {"question": "Older?", "typed": "3", "right": False}]
+    predictions = [{"node": "paging", "question": "p?", "predicted": "more", "outcome": "fewer", "right": False},
+                   {"node": "radix", "question": "q?", "predicted": "9", "outcome": "18", "right": None}]
+    engine = make_engine(class_db)
+    with engine.begin() as c:
+        c.execute(sa.update(schema.handins).where(schema.handins.c.student_id == sid(1)).values(
+            checks=model.compact(checks), predictions=model.compact(predictions)))
+    engine.dispose()
+    got = store.get(sid(1))
+    assert got.checks == (HandInCheck("gap", "Longest gap?", "8", "8", "Right", True),
+                          HandInCheck("", "Older?", "3", "", "", False))
+    assert got.predictions == (HandInPrediction("paging", "p?", "more", "fewer", False),
+                               HandInPrediction("radix", "q?", "9", "18", None))
+    assert got.score("checks") == (1, 2) and got.score("predictions") == (0, 1)
+    assert [c.to_json() for c in got.checks[:1]] + [p.to_json() for p in got.predictions] == checks[:1] + predictions
+    again = store.save(got)  # and it saves again as it was (the stored JSON unchanged for a full item)
+    with make_engine(class_db).connect() as c:
+        row = c.execute(sa.select(schema.handins.c.predictions).where(schema.handins.c.student_id == sid(1))).one()
+    assert row[0] == model.compact(predictions) and again.submissions == 2
 
 
 def test_rate_limit_per_session():

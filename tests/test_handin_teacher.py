@@ -4,6 +4,7 @@ summary, the CSV, the teacher page's HTML, and the two views driven in Python.""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import multiprocessing as mp
 import subprocess
@@ -97,9 +98,9 @@ def test_a_hand_in_holds_the_answer_checks_link_and_cards_of_the_session(lesson,
     explain.check("empty_other_reserve", "999")
     h = collect(lesson.states, sid(1), "Ada", lesson.describe)
     assert h.answer == explain.answer
-    assert [(c["key"], c["right"]) for c in h.checks] == [("gap_after_free", True), ("empty_other_reserve", False)]
-    assert h.checks[1]["question"] == explain.question("empty_other_reserve") and h.checks[1]["typed"] == "999"
-    assert h.checks[1]["outcome"] == str(explain.engine_answer("empty_other_reserve"))
+    assert [(c.key, c.right) for c in h.checks] == [("gap_after_free", True), ("empty_other_reserve", False)]
+    assert h.checks[1].question == explain.question("empty_other_reserve") and h.checks[1].typed == "999"
+    assert h.checks[1].outcome == str(explain.engine_answer("empty_other_reserve"))
     assert h.query == lesson.query() == "?reserve=12&free_r2=1&sharing=1"
     assert set(h.metrics) == {n.key for n in LIVE}
     radix = lesson.states["radix"].snapshot.metrics
@@ -110,13 +111,14 @@ def test_a_hand_in_holds_the_answer_checks_link_and_cards_of_the_session(lesson,
 
 def test_predictions_are_read_wherever_they_are_once_each(lesson):
     from kvviz.handin.collect import collect
+    from kvviz.state.predict import ResolvedPrediction
 
-    p = {"node": "paging", "question": "Will the naive pool refuse?", "predicted": "yes", "outcome": "it did",
-         "right": True}
+    p = ResolvedPrediction(node="paging", question="Will the naive pool refuse?", predicted="yes", outcome="it did",
+                           right=True)
     lesson.states["explain"].predictions = [p, "junk"]
-    lesson.states["paging"].predictions = [p, {**p, "question": "Another?", "right": False}]
+    lesson.states["paging"].predictions = [p, dataclasses.replace(p, question="Another?", right=False)]
     h = collect(lesson.states, sid(1), "Ada", lesson.describe)
-    assert [(x["question"], x["right"]) for x in h.predictions] == [("Will the naive pool refuse?", True),
+    assert [(x.question, x.right) for x in h.predictions] == [("Will the naive pool refuse?", True),
                                                                    ("Another?", False)]
 
 

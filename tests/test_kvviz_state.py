@@ -16,6 +16,7 @@ from kvviz.nodes.paging.scenario import PagingScenario
 from kvviz.nodes.paging.state import PagingState
 from kvviz.nodes.radix.scenario import RadixScenario
 from kvviz.nodes.radix.state import RadixState
+from kvviz.state.predict import ResolvedPrediction
 
 
 # -- formatting -----------------------------------------------------------------------------
@@ -158,12 +159,12 @@ def test_paging_question_gives_the_free_blocks_so_the_first_add_is_no_trap(pagin
     assert "has 20 free blocks" in paging.question().text
     assert paging.predict("admitted")
     assert paging.add_request(settle=True)
-    assert paging.predictions[-1]["right"]  # 20 free >= one 6-block slab: admitted, as the page says
+    assert paging.predictions[-1].right  # 20 free >= one 6-block slab: admitted, as the page says
     for _ in range(2):
         paging.add_request(settle=True)
     assert "has 2 free blocks" in paging.question().text
     assert paging.predict("refused") and paging.add_request(settle=True)
-    assert paging.predictions[-1]["right"]
+    assert paging.predictions[-1].right
 
 
 def test_add_request_refills_the_box_with_the_next_prompt_and_shows_its_table(paging):
@@ -308,13 +309,13 @@ def test_self_checks_are_answered_by_the_engine_after_the_student(frag, paging, 
     assert frag.snapshot.metrics.largest_free_run == 14 and not frag.freed_r2  # (node 01 itself: untouched)
     assert ex.check("gap_after_free", "6")
     assert ex.feedback["gap_after_free"].startswith("Right: you said 6, the engine says 6.")
-    assert ex.responses["gap_after_free"]["question"] == ex.question("gap_after_free")
+    assert ex.responses["gap_after_free"].question == ex.question("gap_after_free")
 
 
 def test_a_self_check_answer_is_committed_until_the_node_changes_the_question(frag, paging, radix):
     ex = ExplainState(frag, paging, radix)
     assert not ex.check("empty_other_reserve", "3")  # 8 -> "if the slabs were 10": 18 empty
-    assert ex.responses["empty_other_reserve"]["outcome"] == "18"
+    assert ex.responses["empty_other_reserve"].outcome == "18"
     assert not ex.check("empty_other_reserve", "18")  # the first answer stands
     assert "already" in ex.feedback["empty_other_reserve"]
     frag.reserve = 10  # a new question: "if the slabs were 6"
@@ -357,16 +358,16 @@ def test_node_predictions_meet_the_engines_outcome_and_reach_explain_it_back(fra
     assert not frag.predict("maybe") and "Choose one of" in frag.prediction_note
     assert frag.predict("admitted")
     frag.free_r2()
-    assert frag.predictions[-1] == {"node": "fragmentation", "question": frag.predictions[-1]["question"],
-                                    "predicted": "admitted", "outcome": "refused", "right": False,
-                                    "why": frag.explain()}
+    assert frag.predictions[-1].to_json() == {"node": "fragmentation", "question": frag.predictions[-1].question,
+                                              "predicted": "admitted", "outcome": "refused", "right": False,
+                                              "why": frag.explain()}
     assert frag.question() is None and frag.predicted == {}
     assert radix.predict("18")
     radix.sharing = True
-    assert radix.predictions[-1]["outcome"] == "18" and radix.predictions[-1]["right"]
+    assert radix.predictions[-1].outcome == "18" and radix.predictions[-1].right
     ex.check("gap_after_free", "8")
-    assert [p["node"] for p in ex.predictions] == ["fragmentation", "radix", "fragmentation"]
-    assert all(set(p) == {"node", "question", "predicted", "outcome", "right", "why"} for p in ex.predictions)
+    assert [p.node for p in ex.predictions] == ["fragmentation", "radix", "fragmentation"]
+    assert all(set(p.to_json()) == {"node", "question", "predicted", "outcome", "right", "why"} for p in ex.predictions)
 
 
 def test_a_prediction_for_a_request_added_while_playing_waits_for_its_admission(paging):
@@ -374,12 +375,12 @@ def test_a_prediction_for_a_request_added_while_playing_waits_for_its_admission(
         paging.add_request(settle=True)
     assert paging.predict("refused")
     paging.add_request()  # admitted at once (a step is taken): resolved now
-    assert paging.predictions[-1]["outcome"] == "admitted" and not paging.predictions[-1]["right"]
+    assert paging.predictions[-1].outcome == "admitted" and not paging.predictions[-1].right
     assert paging.predict("admitted")
     paging.add_request()  # added while the first is playing: it waits for the next tick
     assert paging.predicted and paging.scenario.contiguous.snapshot().requests[-1].status == "waiting"
     paging.tick()
-    assert paging.predicted == {} and paging.predictions[-1]["outcome"] == "refused"
+    assert paging.predicted == {} and paging.predictions[-1].outcome == "refused"
 
 
 def test_download_holds_the_answer_the_predictions_and_the_state(frag, paging, radix):
@@ -393,7 +394,7 @@ def test_download_holds_the_answer_the_predictions_and_the_state(frag, paging, r
     record = json.loads(md.split("```json\n")[1].split("```")[0])
     assert record["fragmentation"]["metrics"]["blocks_reserved_empty"] == 8  # R2 freed: R1 and R3 hold 4 each
     assert record["radix"]["metrics"]["blocks_without_sharing"] == 36
-    assert record["predictions"] == ex.predictions
+    assert record["predictions"] == [p.to_json() for p in ex.predictions]
 
 
 def test_step_back_past_free_r2_clears_it(frag):
@@ -491,7 +492,7 @@ def test_a_wrong_blocks_stored_is_answered_with_shared_plus_own(radix):
     assert radix.predict("9")
     radix.sharing = True
     entry = radix.predictions[-1]
-    assert (entry["outcome"], entry["right"]) == ("18", False)
+    assert (entry.outcome, entry.right) == ("18", False)
     assert "6 shared + 4 × 3 own = 18" in predict.verdict(entry)
     assert fmt.stored_sum(radix.snapshot).endswith(f"= {radix.snapshot.metrics.blocks_stored}")
 
@@ -533,10 +534,10 @@ def test_the_predictions_list_names_each_node_once():
     from kvviz.nodes import OUTLINE
     from kvviz.nodes.explain.view import predictions_html
 
-    entries = [{"node": "fragmentation", "question": "Node 01, 8-block slabs: what?", "predicted": "8",
-                "outcome": "8", "right": True, "why": "w"},
-               {"node": "radix", "question": "Predict first: how many?", "predicted": "9", "outcome": "18",
-                "right": False, "why": "6 shared + 4 × 3 own = 18"}]
+    entries = [ResolvedPrediction(node="fragmentation", question="Node 01, 8-block slabs: what?", predicted="8",
+                                  outcome="8", right=True, why="w"),
+               ResolvedPrediction(node="radix", question="Predict first: how many?", predicted="9", outcome="18",
+                                  right=False, why="6 shared + 4 × 3 own = 18")]
     out = predictions_html(entries, OUTLINE)
     assert "Node 01: Node 01" not in out and "Node 01, 8-block slabs" in out
     assert "Node 03: Predict first" in out and "6 shared + 4 × 3 own = 18" in out

@@ -31,7 +31,7 @@ def status_html(state: NodeState) -> str:
     elif shows_verdict(state):
         entry = state.predictions[-1]
         body = predict.verdict(entry)
-        cls = "kv-predict-note " + ("kv-right" if entry["right"] else "kv-wrong")
+        cls = "kv-predict-note " + ("kv-right" if entry.right else "kv-wrong")
     else:
         return '<div class="kv-predict-note kv-empty"></div>'
     return f'<div class="{cls}" role="status" data-node="{e(state.key)}">{e(body)}</div>'
@@ -40,7 +40,7 @@ def status_html(state: NodeState) -> str:
 def shows_verdict(state: NodeState) -> bool:
     """Whether the panel shows a resolved prediction of this node beside the engine's outcome."""
     return (state.verdict_shown and not state.prediction_note and not state.predicted and bool(state.predictions)
-            and state.predictions[-1]["node"] == state.key)
+            and state.predictions[-1].node == state.key)
 
 
 def question_html(state: NodeState) -> str:

@@ -131,7 +131,7 @@ def predictions(state, recipe: Recipe) -> dict:
         act(state)
         if state.predictions:
             entry = state.predictions[-1]
-            outcomes[target] = {"outcome": entry["outcome"], "why": entry.get("why", "")}
+            outcomes[target] = {"outcome": entry.outcome, "why": entry.why}
     return {"questions": questions, "outcomes": outcomes}
 
 

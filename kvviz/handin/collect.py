@@ -2,15 +2,17 @@
 
 Reads what exists and nothing more, so it follows the explain node as it changes: the answer;
 the self-checks (`responses`, `feedback` and the question texts in its module's `CHECKS`); the
-predictions (`predictions`: plain dicts {node, question, predicted, outcome, right}, on the
-explain state or on any node's state); the state link (every node's state in the URL) and the
-headline metric cards of every live node, as the student saw them. The link and the node list
+predictions (`predictions`, on the explain state or on any node's state); each self-check and
+prediction a `ResolvedPrediction` (kvviz/state/predict.py), handed in as a `HandInCheck` or a
+`HandInPrediction`; the state link (every node's state in the URL) and the headline metric cards
+of every live node, as the student saw them. The link and the node list
 come from the page that composes the lesson (kvviz/lesson.py): nothing here reads the registry.
 """
 
 from __future__ import annotations
 
-from kvviz.handin.model import HandIn
+from kvviz.handin.model import HandIn, HandInCheck, HandInPrediction
+from kvviz.state.predict import ResolvedPrediction
 
 
 def metrics(states: dict, live) -> dict:
@@ -26,37 +28,33 @@ def metrics(states: dict, live) -> dict:
     return out
 
 
-def checks(explain) -> list[dict]:
+def checks(explain) -> list[HandInCheck]:
     """The self-checks the student answered: the question as asked, what they said, the engine's
-    answer, the verdict and whether it was right (explain it back keeps each as a resolved
-    prediction: {node, question, predicted, outcome, right})."""
+    answer, the verdict and whether it was right (explain it back keeps each as a
+    `ResolvedPrediction`)."""
     responses = getattr(explain, "responses", None) or {}
     feedback = getattr(explain, "feedback", None) or {}
-    out = []
-    for key, entry in responses.items():
-        if not isinstance(entry, dict):
-            continue
-        out.append({"key": str(key), "question": str(entry.get("question", "")), "typed": str(entry.get("predicted", "")),
-                    "outcome": str(entry.get("outcome", "")), "feedback": str(feedback.get(key, "")),
-                    "right": entry.get("right") is True})
-    return out
+    return [HandInCheck.make(key=str(key), question=entry.question, typed=entry.predicted, outcome=entry.outcome,
+                             feedback=str(feedback.get(key, "")), right=entry.right is True)
+            for key, entry in responses.items() if isinstance(entry, ResolvedPrediction)]
 
 
-def predictions(states: dict) -> list[dict]:
+def predictions(states: dict) -> list[HandInPrediction]:
     """Every prediction made, from the explain state and from any node's state, each once (the
     self-checks, which explain it back also lists among its predictions, are in `checks`)."""
     explain = states.get("explain")
     answered = getattr(explain, "responses", None) or {}
-    seen = {(e.get("node"), e.get("question"), e.get("predicted")) for e in answered.values() if isinstance(e, dict)}
+    seen = {(e.node, e.question, e.predicted) for e in answered.values() if isinstance(e, ResolvedPrediction)}
     out = []
     for state in [states.get("explain"), *states.values()]:
         for p in getattr(state, "predictions", None) or ():
-            if not isinstance(p, dict):
+            if not isinstance(p, ResolvedPrediction):
                 continue
-            key = (p.get("node"), p.get("question"), p.get("predicted"))
+            key = (p.node, p.question, p.predicted)
             if key not in seen:
                 seen.add(key)
-                out.append(p)
+                out.append(HandInPrediction.make(node=p.node, question=p.question, predicted=p.predicted,
+                                                 outcome=p.outcome, right=p.right))
     return out
 
 

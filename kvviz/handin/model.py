@@ -3,7 +3,10 @@
 Everything a student can influence is plain text here: cleaned (control characters removed,
 one line where one line is meant), capped in length, and later shown only as escaped text.
 `HandIn.make` cleans and caps what it is given; `validate` (run by the storage before every
-write) refuses anything that `make` would not produce. Standard library only.
+write) refuses anything that `make` would not produce. A self-check and a prediction as handed in
+are frozen dataclasses (`HandInCheck`, `HandInPrediction`); they are plain data only at the
+boundaries (a request's JSON, the stored JSON): `from_json` cleans and caps, `to_json` writes the
+stored form. Standard library only.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import json
 import re
 import time
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from typing import ClassVar, Self, TypeVar
 
 MAX_NAME = 60  # characters of a display name
 MAX_ANSWER = 5000  # characters of the written answer (the answer box's own limit too)
@@ -25,8 +29,6 @@ MAX_HANDINS = 2000  # students in one class database: a hand-in by a new student
 STUDENT_ID = re.compile(r"[0-9a-f]{32}")
 # What urllib.parse.urlencode writes: letters, digits, _.-~, %XX and + (no quotes, no spaces).
 QUERY = re.compile(r"(\?[A-Za-z0-9_.~+%=&-]*)?")
-CHECK_FIELDS = ("key", "question", "typed", "outcome", "feedback")
-PREDICTION_FIELDS = ("node", "question", "predicted", "outcome")
 
 
 def clean(text, cap: int, multiline: bool = False) -> str:
@@ -52,12 +54,82 @@ def _right(value) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def _items(items, fields: tuple[str, ...]) -> tuple[dict, ...]:
-    """Plain dicts with exactly `fields` (short text) and `right` (True, False or None)."""
+@dataclass(frozen=True)
+class _Item:
+    """What a handed-in self-check and prediction share: short text fields, then `right`."""
+
+    KIND: ClassVar[str] = "item"
+
+    @classmethod
+    def text_fields(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls) if f.name != "right")
+
+    @classmethod
+    def make(cls, /, **values) -> Self:
+        """From untrusted values: each text field cleaned and capped (anything not a string, or
+        missing, becomes ''), `right` True, False or None (anything else: not judged); other
+        names are ignored."""
+        return cls._cleaned(values)
+
+    @classmethod
+    def _cleaned(cls, values: dict) -> Self:
+        return cls(**{f: clean(values.get(f, ""), MAX_SHORT) for f in cls.text_fields()},
+                   right=_right(values.get("right")))
+
+    @classmethod
+    def from_json(cls, data) -> Self:
+        """From plain data (a request's JSON, a stored hand-in's, of this format or an older one
+        missing fields): cleaned and capped as `make` does; fields it does not know are ignored.
+        ValueError when `data` is not a JSON object."""
+        if not isinstance(data, dict):
+            raise ValueError(f"A handed-in {cls.KIND} is a JSON object, not {type(data).__name__}.")
+        return cls._cleaned(data)
+
+    def to_json(self) -> dict:
+        """The stored form: the text fields, then `right`, in that order."""
+        return asdict(self)
+
+
+ItemT = TypeVar("ItemT", bound=_Item)
+
+
+@dataclass(frozen=True)
+class HandInCheck(_Item):
+    """A self-check as handed in: its key, the question as asked, what the student typed, the
+    engine's answer, the feedback shown, and whether it was right (None: not judged)."""
+
+    key: str = ""
+    question: str = ""
+    typed: str = ""
+    outcome: str = ""
+    feedback: str = ""
+    right: bool | None = None
+    KIND: ClassVar[str] = "self-check"
+
+
+@dataclass(frozen=True)
+class HandInPrediction(_Item):
+    """A prediction as handed in: the node, the question as asked, what the student predicted,
+    the engine's outcome, and whether it was right (None: not judged). The engine's arithmetic
+    (`why`) is not handed in."""
+
+    node: str = ""
+    question: str = ""
+    predicted: str = ""
+    outcome: str = ""
+    right: bool | None = None
+    KIND: ClassVar[str] = "prediction"
+
+
+def items(values, kind: type[ItemT]) -> tuple[ItemT, ...]:
+    """At most MAX_ITEMS of `kind`, cleaned and capped, from untrusted values: instances of
+    `kind` or plain data (JSON objects); anything else (counted towards the cap) is left out."""
     out = []
-    for item in list(items or ())[:MAX_ITEMS]:
-        if isinstance(item, dict):
-            out.append({**{f: clean(item.get(f, ""), MAX_SHORT) for f in fields}, "right": _right(item.get("right"))})
+    for item in list(values or ())[:MAX_ITEMS]:
+        if isinstance(item, kind):
+            out.append(kind._cleaned(asdict(item)))  # (cleaned again: `validate` compares)
+        elif isinstance(item, dict):
+            out.append(kind.from_json(item))
     return tuple(out)
 
 
@@ -81,8 +153,8 @@ class HandIn:
     student_id: str
     name: str
     answer: str = ""
-    checks: tuple[dict, ...] = ()  # {key, question, typed, outcome, feedback, right}
-    predictions: tuple[dict, ...] = ()  # {node, question, predicted, outcome, right}
+    checks: tuple[HandInCheck, ...] = ()
+    predictions: tuple[HandInPrediction, ...] = ()
     query: str = ""  # the state link's query ('?...', or '' for the defaults)
     metrics: dict = field(default_factory=dict)  # {node: {card label: value text}}
     created_at: float = 0.0
@@ -98,7 +170,7 @@ class HandIn:
             raise ValueError("Type your name (or a nickname the teacher will recognise) first.")
         query = query if isinstance(query, str) and len(query) <= MAX_QUERY and QUERY.fullmatch(query) else ""
         return cls(student_id=check_student_id(student_id), name=name, answer=clean(answer, MAX_ANSWER, True),
-                   checks=_items(checks, CHECK_FIELDS), predictions=_items(predictions, PREDICTION_FIELDS),
+                   checks=items(checks, HandInCheck), predictions=items(predictions, HandInPrediction),
                    query=query, metrics=_metrics(metrics))
 
     def link(self) -> str:
@@ -107,8 +179,8 @@ class HandIn:
 
     def score(self, which: str) -> tuple[int, int]:
         """(right, judged) over 'checks' or 'predictions' (an item with right=None is not judged)."""
-        items = getattr(self, which)
-        return sum(i["right"] is True for i in items), sum(i["right"] is not None for i in items)
+        judged = getattr(self, which)
+        return sum(i.right is True for i in judged), sum(i.right is not None for i in judged)
 
 
 def validate(h: HandIn) -> HandIn:

@@ -65,9 +65,9 @@ def _order(values: list[str]) -> list[str]:
 
 def _items(h: HandIn):
     for p in h.predictions:
-        yield "prediction", p["node"], p["question"], p["predicted"], p["outcome"]
+        yield "prediction", p.node, p.question, p.predicted, p.outcome
     for c in h.checks:
-        yield "check", c.get("key", ""), c["question"], c["typed"], c.get("outcome", "")
+        yield "check", c.key, c.question, c.typed, c.outcome
 
 
 def pulse(handins: list[HandIn], reveal: bool = False) -> list[Pulse]:

@@ -43,8 +43,8 @@ def summarise(handins: list[HandIn], question: str = "") -> list[Question]:
     wrong: dict[tuple, Counter] = {}
     shown: dict[tuple, dict[str, str]] = {}
     for h in handins:
-        items = [("check", c.get("key", ""), c["question"], c["typed"], c["right"]) for c in h.checks]
-        items += [("prediction", p["node"], p["question"], p["predicted"], p["right"]) for p in h.predictions]
+        items = [("check", c.key, c.question, c.typed, c.right) for c in h.checks]
+        items += [("prediction", p.node, p.question, p.predicted, p.right) for p in h.predictions]
         for kind, node, q, said, right in items:
             g = (kind, node if kind == "prediction" else "", q)
             if g not in groups:
@@ -89,9 +89,9 @@ def to_csv(handins: list[HandIn], base_url: str = "") -> str:
     w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
     w.writerow(COLUMNS)
     for h in handins:
-        checks = " | ".join(f"{c['question']} -> {c['typed']} ({_verdict(c['right'])})" for c in h.checks)
-        preds = " | ".join(f"[{p['node']}] {p['question']} -> {p['predicted']}; outcome: {p['outcome']} "
-                           f"({_verdict(p['right'])})" for p in h.predictions)
+        checks = " | ".join(f"{c.question} -> {c.typed} ({_verdict(c.right)})" for c in h.checks)
+        preds = " | ".join(f"[{p.node}] {p.question} -> {p.predicted}; outcome: {p.outcome} "
+                           f"({_verdict(p.right)})" for p in h.predictions)
         w.writerow([cell(v) for v in (
             h.name, when(h.created_at), when(h.updated_at), h.submissions, h.answer, *h.score("checks"),
             *h.score("predictions"), checks, preds, base_url + h.link(), compact(h.metrics))])

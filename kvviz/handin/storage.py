@@ -45,7 +45,7 @@ from kvviz.handin.database import (
     server_url,
     sqlite_file,
 )
-from kvviz.handin.model import MAX_HANDINS, HandIn, compact, validate
+from kvviz.handin.model import MAX_HANDINS, HandIn, HandInCheck, HandInPrediction, compact, items, validate
 from kvviz.handin.schema import FIELDS, REVISION, handins, meta
 
 db_path = location  # KVVIZ_DB: a postgresql:// URL (str), else an absolute file path (Path)
@@ -140,8 +140,8 @@ class Store:
         ValueError for an invalid hand-in, StoreFull when the class is full."""
         h = validate(h)
         now = time.time() if now is None else now
-        fields = (h.name, h.answer, compact(list(h.checks)), compact(list(h.predictions)), h.query,
-                  compact(h.metrics))
+        fields = (h.name, h.answer, compact([c.to_json() for c in h.checks]),
+                  compact([p.to_json() for p in h.predictions]), h.query, compact(h.metrics))
 
         def body(c: Connection) -> HandIn:
             rev = _bump(c)  # first: the write lock
@@ -233,7 +233,9 @@ def _bump(c: Connection) -> int:
 
 
 def _handin(row) -> HandIn:
+    """A stored row as a hand-in: its self-checks and predictions read from their JSON (the same
+    format since the first hand-in; an item missing a field reads it as '')."""
     sid, name, answer, checks, predictions, query, metrics, created, updated, count = row
-    return HandIn(student_id=sid, name=name, answer=answer, checks=tuple(json.loads(checks)),
-                  predictions=tuple(json.loads(predictions)), query=query, metrics=json.loads(metrics),
-                  created_at=created, updated_at=updated, submissions=count)
+    return HandIn(student_id=sid, name=name, answer=answer, checks=items(json.loads(checks), HandInCheck),
+                  predictions=items(json.loads(predictions), HandInPrediction), query=query,
+                  metrics=json.loads(metrics), created_at=created, updated_at=updated, submissions=count)

@@ -38,15 +38,15 @@ def summary_html(questions: list[Question], total: int) -> str:
 def _items_html(h: HandIn) -> str:
     lines = []
     for c in h.checks:
-        mark = {True: "✓", False: "✗"}.get(c["right"], "·")
-        outcome = f" → {e(c['outcome'])}" if c.get("outcome") else ""
-        lines.append(f'<li data-right="{e(str(c["right"]).lower())}">{mark} {e(c["question"])} '
-                     f'<b>{e(c["typed"])}</b>{outcome}</li>')
+        mark = {True: "✓", False: "✗"}.get(c.right, "·")
+        outcome = f" → {e(c.outcome)}" if c.outcome else ""
+        lines.append(f'<li data-right="{e(str(c.right).lower())}">{mark} {e(c.question)} '
+                     f'<b>{e(c.typed)}</b>{outcome}</li>')
     for p in h.predictions:
-        mark = {True: "✓", False: "✗"}.get(p["right"], "·")
-        outcome = f" → {e(p['outcome'])}" if p["outcome"] else ""
-        lines.append(f'<li data-right="{e(str(p["right"]).lower())}">{mark} [{e(p["node"])}] {e(p["question"])} '
-                     f'<b>{e(p["predicted"])}</b>{outcome}</li>')
+        mark = {True: "✓", False: "✗"}.get(p.right, "·")
+        outcome = f" → {e(p.outcome)}" if p.outcome else ""
+        lines.append(f'<li data-right="{e(str(p.right).lower())}">{mark} [{e(p.node)}] {e(p.question)} '
+                     f'<b>{e(p.predicted)}</b>{outcome}</li>')
     return f'<ul class="kv-t-items">{"".join(lines)}</ul>' if lines else ""
 
 

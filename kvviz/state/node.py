@@ -39,7 +39,7 @@ class NodeState(param.Parameterized):
     show_reads = param.Boolean(default=False, doc="the last action stepped the engine: show what it read")
     version = param.Integer(default=0, doc="Bumped after every change of the engines")
     predicted = param.Dict(default={}, doc="the student's pending prediction: {question, predicted}, or {}")
-    predictions = param.List(default=[], doc="resolved predictions: {node, question, predicted, outcome, right, why}")
+    predictions = param.List(default=[], doc="resolved predictions (predict.ResolvedPrediction), oldest first")
     prediction_note = param.String(default="", doc="why a typed prediction was not taken, or ''")
     verdict_shown = param.Boolean(default=False, doc="the newest resolved prediction is on show (Reset hides it)")
 

@@ -170,7 +170,7 @@ def test_a_student_hands_in_from_node_01s_prediction_and_the_teacher_sees_the_pr
     row.get_by_role("button", name="Hand in to the teacher").click()
     expect(row.locator(".kv-h-ok")).to_contain_text(f"as “{name}”")
     h = stored(served, name)
-    assert [(p["node"], p["predicted"], p["outcome"], p["right"]) for p in h.predictions] == [
+    assert [(p.node, p.predicted, p.outcome, p.right) for p in h.predictions] == [
         ("fragmentation", "refused", "refused", True)]
     assert h.submissions == 1 and "free_r2=1" in h.query
     open_teacher(page, served)
@@ -192,6 +192,6 @@ def test_a_student_hands_in_from_node_01s_prediction_and_the_teacher_sees_the_pr
     expect(box.locator(".kv-h-ok")).to_contain_text("hand-in 2")
     expect(row.locator(".kv-h-ok")).to_contain_text("hand-in 2")
     h = stored(served, name)
-    assert h.submissions == 2 and [p["predicted"] for p in h.predictions] == ["admitted"]
+    assert h.submissions == 2 and [p.predicted for p in h.predictions] == ["admitted"]
     expect(card.locator(".kv-t-items li")).to_contain_text(["admitted"], timeout=SHOWN_WITHIN_S * 1000)
     assert page.kv_errors == [] and student.kv_errors == []

@@ -196,7 +196,7 @@ def test_hand_in_from_the_recorded_lesson_in_one_request(page, recorded, served)
     expect(page.locator(".kv-handin-status")).to_contain_text("Your teacher can see it now")
     stored = [h for h in Store(str(served.db)).handins() if h.name == name]
     assert len(stored) == 1 and "reserve=12" in stored[0].query and "sharing=1" in stored[0].query
-    assert [(p["predicted"], p["outcome"], p["right"]) for p in stored[0].predictions] == [("18", "18", True)]
+    assert [(p.predicted, p.outcome, p.right) for p in stored[0].predictions] == [("18", "18", True)]
     assert page.kv_errors == []
 
 

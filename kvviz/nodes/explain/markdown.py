@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import re
 
+from kvviz.state.predict import ResolvedPrediction
+
 # Backslash escapes are defined by CommonMark for any ASCII punctuation; these are the ones that
 # start emphasis, code, links, images, raw HTML, entities, strikethrough and table cells.
 INLINE = re.compile(r"([\\`*_\[\]<>|~&!])")
@@ -48,19 +50,19 @@ def data_block(record: dict) -> list[str]:
     return ["```json", ("{\n" + body + "\n}").replace("`", "\\u0060"), "```"]
 
 
-def _right(entry: dict) -> str:
-    return {True: "✓ yes", False: "✗ no"}.get(entry.get("right"), "–")
+def _right(entry: ResolvedPrediction) -> str:
+    return {True: "✓ yes", False: "✗ no"}.get(entry.right, "–")
 
 
-def _why(entries: list[dict]) -> list[str]:
+def _why(entries: list[ResolvedPrediction]) -> list[str]:
     """The engine's arithmetic for each row that has one, by the table's row number."""
-    return [f"- ({i}) {inline(e['why'][:1].upper() + e['why'][1:])}" for i, e in enumerate(entries, 1) if e.get("why")]
+    return [f"- ({i}) {inline(e.why[:1].upper() + e.why[1:])}" for i, e in enumerate(entries, 1) if e.why]
 
 
-def document(title: str, question: str, answer: str, checks: list[dict], predictions: list[dict],
-             facts: list[str], record: dict) -> str:
-    """The whole download. `checks` and `predictions` are resolved predictions {node, question,
-    predicted, outcome, right, why}; `record` is the machine-readable data for the end."""
+def document(title: str, question: str, answer: str, checks: list[ResolvedPrediction],
+             predictions: list[ResolvedPrediction], facts: list[str], record: dict) -> str:
+    """The whole download. `checks` and `predictions` are `ResolvedPrediction`s; `record` is the
+    machine-readable data for the end (plain data: the predictions' `to_json()`)."""
     lines = [f"# {inline(title)}", "", "## The question", "", f"> {inline(question)}", "",
              "## My answer", "", block(answer) if answer.strip() else "*(no answer written yet)*", ""]
     for heading, entries, none in (("My predictions, and what the engine did", predictions, "none made yet"),
@@ -69,7 +71,7 @@ def document(title: str, question: str, answer: str, checks: list[dict], predict
         if not entries:
             lines += [f"*({none})*", ""]
             continue
-        rows = [(i, e["node"], e["question"], e["predicted"], e["outcome"], _right(e)) for i, e in enumerate(entries, 1)]
+        rows = [(i, e.node, e.question, e.predicted, e.outcome, _right(e)) for i, e in enumerate(entries, 1)]
         lines += table(("#", "Node", "Question", "Predicted", "Engine", "Right"), rows) + [""]
         if why := _why(entries):
             lines += ["Why, from the engine:", "", *why, ""]

@@ -4,8 +4,8 @@ facts of the three nodes' live snapshots, and every prediction of the session.
 A self-check (kvviz/nodes/explain/checks.py) is a prediction: the student answers first, then
 the engine's answer is computed on a copy of the node's engines and shown beside it. While a
 check is open, the facts that would give its answer away are withheld. `predictions` collects
-the nodes' predict-then-run answers and the self-checks as plain dicts {node, question,
-predicted, outcome, right}: what the download holds and what a class could hand in.
+the nodes' predict-then-run answers and the self-checks, each a `ResolvedPrediction`
+(kvviz/state/predict.py): what the download holds (as plain data) and what a class hands in.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from kvviz.nodes.explain import markdown
 from kvviz.nodes.explain.checks import CHECKS, SelfCheck
 from kvviz.nodes.explain.text import QUESTION
 from kvviz.state.node import NodeState
+from kvviz.state.predict import ResolvedPrediction
 
 BY_KEY = {c.key: c for c in CHECKS}
 TITLE = "Managing the KV cache: my answer"
@@ -27,9 +28,9 @@ class ExplainState(param.Parameterized):
     """The student's answer and self-checks, over the same session's three node states."""
 
     answer = param.String(default="", label="Your answer", doc="the student's explanation (plain text)")
-    responses = param.Dict(default={}, doc="self-check key -> its resolved prediction (see `predictions`)")
+    responses = param.Dict(default={}, doc="self-check key -> its ResolvedPrediction (see `predictions`)")
     feedback = param.Dict(default={}, doc="self-check key -> a sentence on the student's answer")
-    predictions = param.List(default=[], doc="every resolved prediction: {node, question, predicted, outcome, right, why}")
+    predictions = param.List(default=[], doc="every ResolvedPrediction: the nodes' own, then the self-checks'")
 
     def __init__(self, fragmentation: NodeState, paging: NodeState, radix: NodeState, **params):
         super().__init__(**params)
@@ -55,7 +56,7 @@ class ExplainState(param.Parameterized):
     def is_open(self, key: str) -> bool:
         """Not answered yet, for the question as it reads now (a changed node asks anew)."""
         done = self.responses.get(key)
-        return done is None or done["question"] != self.question(key)
+        return done is None or done.question != self.question(key)
 
     def engine_answer(self, key: str) -> int | None:
         """What the engine does, computed on copies of the live engines (None: no answer now)."""
@@ -67,7 +68,7 @@ class ExplainState(param.Parameterized):
         c: SelfCheck = BY_KEY[key]
         if not self.is_open(key):
             self._say(key, "You answered this one already. " + self._verdict(c, self.responses[key]))
-            return self.responses[key]["right"]
+            return self.responses[key].right
         number = fmt.whole_number(typed.strip())
         if number is None:
             self._say(key, "Type a whole number of blocks or requests.")
@@ -76,17 +77,17 @@ class ExplainState(param.Parameterized):
         if truth is None:
             self._say(key, "No answer with the nodes as they are now (move node 01's slider to 4 or more).")
             return False
-        entry = {"node": c.node, "question": self.question(key), "predicted": str(number),
-                 "outcome": str(truth), "right": number == truth, "why": c.why}
+        entry = ResolvedPrediction(node=c.node, question=self.question(key), predicted=str(number),
+                                   outcome=str(truth), right=number == truth, why=c.why)
         self.param.update(responses={**self.responses, key: entry})
         self._say(key, self._verdict(c, entry))
         self._collect()
-        return entry["right"]
+        return entry.right
 
     @staticmethod
-    def _verdict(c: SelfCheck, entry: dict) -> str:
-        head = "Right" if entry["right"] else "Not quite"
-        return f"{head}: you said {entry['predicted']}, the engine says {entry['outcome']}. {c.why}"
+    def _verdict(c: SelfCheck, entry: ResolvedPrediction) -> str:
+        head = "Right" if entry.right else "Not quite"
+        return f"{head}: you said {entry.predicted}, the engine says {entry.outcome}. {c.why}"
 
     def _say(self, key: str, sentence: str) -> None:
         self.feedback = {**self.feedback, key: sentence}
@@ -128,7 +129,7 @@ class ExplainState(param.Parameterized):
                        "paged": metrics(self.paging.paged)},
             "radix": {"sharing": self.radix.sharing, "ops": [list(op) for op in self.radix.ops],
                       "metrics": metrics(self.radix.snapshot)},
-            "predictions": [dict(e) for e in self.predictions],
+            "predictions": [e.to_json() for e in self.predictions],
         }
 
     def markdown(self) -> str:

@@ -15,6 +15,7 @@ from kvviz.handin.view import HandInView
 from kvviz.nodes.explain import text
 from kvviz.nodes.explain.checks import CHECKS
 from kvviz.nodes.explain.state import ExplainState
+from kvviz.state.predict import ResolvedPrediction
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.redraw import Redraw
 
@@ -26,7 +27,8 @@ def facts_html(state: ExplainState, *_deps) -> str:
 
 def feedback_html(state: ExplainState, key: str, feedback: dict) -> str:
     said = feedback.get(key, "")
-    ok = said.startswith("Right") or (said.startswith("You answered") and state.responses.get(key, {}).get("right"))
+    done = state.responses.get(key)
+    ok = said.startswith("Right") or (said.startswith("You answered") and done is not None and done.right)
     cls = "kv-feedback kv-right" if ok else ("kv-feedback kv-wrong" if said else "kv-feedback")
     return f'<div class="{cls}" data-check="{html.escape(key)}" role="status">{html.escape(said)}</div>'
 
@@ -35,22 +37,22 @@ def question_html(state: ExplainState, key: str) -> str:
     return f'<div class="kv-question" data-check="{html.escape(key)}">{html.escape(state.question(key))}</div>'
 
 
-def predictions_html(predictions: list, outline=()) -> str:
+def predictions_html(predictions: list[ResolvedPrediction], outline=()) -> str:
     """`outline`: the lesson's nodes, (key, number, title) each: a prediction is named by its node's number."""
     if not predictions:
         return ""
     numbers = {key: number for key, number, _title in outline}
     e = html.escape
-    def where(p) -> str:  # (a self-check's question already names its node)
-        if p["node"] not in numbers:
+    def where(p: ResolvedPrediction) -> str:  # (a self-check's question already names its node)
+        if p.node not in numbers:
             return ""
-        node = f"Node {numbers[p['node']]}"
-        return "" if p["question"].startswith(node) else f"{node}: "
+        node = f"Node {numbers[p.node]}"
+        return "" if p.question.startswith(node) else f"{node}: "
 
     items = "".join(
-        f'<li class="{"kv-right" if p["right"] else "kv-wrong"}">{e(where(p))}'
-        f'{e(p["question"])} <b>You: {e(p["predicted"])} · engine: {e(p["outcome"])}</b>'
-        f'{" " + e(p["why"][:1].upper() + p["why"][1:]) if p.get("why") else ""}</li>' for p in predictions)
+        f'<li class="{"kv-right" if p.right else "kv-wrong"}">{e(where(p))}'
+        f'{e(p.question)} <b>You: {e(p.predicted)} · engine: {e(p.outcome)}</b>'
+        f'{" " + e(p.why[:1].upper() + p.why[1:]) if p.why else ""}</li>' for p in predictions)
     return (f'<div class="kv-predictions"><div class="kv-facts-title">{e(text.PREDICTIONS_TITLE)}</div>'
             f'<ul>{items}</ul></div>')
 
