@@ -361,7 +361,7 @@ def test_node_predictions_meet_the_engines_outcome_and_reach_explain_it_back(fra
     assert frag.predictions[-1].to_json() == {"node": "fragmentation", "question": frag.predictions[-1].question,
                                               "predicted": "admitted", "outcome": "refused", "right": False,
                                               "why": frag.explain()}
-    assert frag.question() is None and frag.predicted == {}
+    assert frag.question() is None and frag.predicted is None
     assert radix.predict("18")
     radix.sharing = True
     assert radix.predictions[-1].outcome == "18" and radix.predictions[-1].right
@@ -380,7 +380,7 @@ def test_a_prediction_for_a_request_added_while_playing_waits_for_its_admission(
     paging.add_request()  # added while the first is playing: it waits for the next tick
     assert paging.predicted and paging.scenario.contiguous.snapshot().requests[-1].status == "waiting"
     paging.tick()
-    assert paging.predicted == {} and paging.predictions[-1].outcome == "refused"
+    assert paging.predicted is None and paging.predictions[-1].outcome == "refused"
 
 
 def test_download_holds_the_answer_the_predictions_and_the_state(frag, paging, radix):
@@ -472,7 +472,7 @@ def test_every_reserved_length_gives_a_coherent_headline_question_and_free_r2():
 def test_changing_the_length_drops_a_prediction_locked_for_the_old_one(frag):
     assert frag.predict("refused") and frag.predicted
     frag.reserve = 1
-    assert frag.predicted == {} and frag.question() is None
+    assert frag.predicted is None and frag.question() is None
     frag.reserve = 6
     assert "6-block slabs" in frag.question().text
 

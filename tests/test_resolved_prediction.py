@@ -34,11 +34,22 @@ def test_it_round_trips_through_json():
 
 
 def test_record_resolves_a_pending_prediction():
-    pending = {"question": "How many blocks stored?", "predicted": "18"}
+    pending = predict.PendingPrediction("How many blocks stored?", "18")
     got = predict.record("radix", pending, "18", "why")
     assert got == ResolvedPrediction("radix", "How many blocks stored?", "18", "18", True, "why")
     assert predict.verdict(got) == "You predicted 18; the engine: 18. Right: why"
     assert predict.verdict(ENTRY) == "You predicted 9; the engine: 18. Not this time: 6 shared + 4 × 3 own = 18"
+
+
+def test_a_pending_prediction_is_frozen_and_a_node_holds_one_or_none():
+    pending = predict.PendingPrediction("How many blocks stored?", "18")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        pending.predicted = "19"  # type: ignore[misc]
+    from kvviz.state.node import NodeState
+
+    assert NodeState.param["predicted"].default is None
+    with pytest.raises(ValueError):
+        NodeState(predicted={"question": "q", "predicted": "1"})  # a plain dict is refused
 
 
 @pytest.mark.parametrize(("data", "says"), [

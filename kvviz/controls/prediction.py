@@ -24,9 +24,9 @@ def status_html(state: NodeState) -> str:
     question = state.question()
     if state.prediction_note:
         body, cls = state.prediction_note, "kv-predict-note kv-wrong"
-    elif state.predicted:
+    elif state.predicted is not None:
         action = question.action if question else "the action"
-        body = f"Locked in: {state.predicted['predicted']}. Now use {action} and see what the engine does."
+        body = f"Locked in: {state.predicted.predicted}. Now use {action} and see what the engine does."
         cls = "kv-predict-note"
     elif shows_verdict(state):
         entry = state.predictions[-1]
@@ -39,7 +39,7 @@ def status_html(state: NodeState) -> str:
 
 def shows_verdict(state: NodeState) -> bool:
     """Whether the panel shows a resolved prediction of this node beside the engine's outcome."""
-    return (state.verdict_shown and not state.prediction_note and not state.predicted and bool(state.predictions)
+    return (state.verdict_shown and not state.prediction_note and state.predicted is None and bool(state.predictions)
             and state.predictions[-1].node == state.key)
 
 

@@ -38,7 +38,8 @@ class NodeState(param.Parameterized):
                                doc="shown next to the node's own controls, or next to the transport")
     show_reads = param.Boolean(default=False, doc="the last action stepped the engine: show what it read")
     version = param.Integer(default=0, doc="Bumped after every change of the engines")
-    predicted = param.Dict(default={}, doc="the student's pending prediction: {question, predicted}, or {}")
+    predicted = param.ClassSelector(class_=predict.PendingPrediction, default=None, allow_None=True,
+                                    doc="the student's pending prediction (predict.PendingPrediction), or None")
     predictions = param.List(default=[], doc="resolved predictions (predict.ResolvedPrediction), oldest first")
     prediction_note = param.String(default="", doc="why a typed prediction was not taken, or ''")
     verdict_shown = param.Boolean(default=False, doc="the newest resolved prediction is on show (Reset hides it)")
@@ -119,14 +120,14 @@ class NodeState(param.Parameterized):
         if taken is None:
             self.prediction_note = why
             return False
-        self.param.update(predicted={"question": question.text, "predicted": taken}, prediction_note="")
+        self.param.update(predicted=predict.PendingPrediction(question.text, taken), prediction_note="")
         return True
 
     def _resolve_prediction(self) -> None:
         """After the key action ran: the pending prediction meets the engine's outcome."""
-        if self.predicted:
+        if self.predicted is not None:
             entry = predict.record(self.key, self.predicted, self.outcome(), self.explain())
-            self.param.update(predictions=[*self.predictions, entry], predicted={}, verdict_shown=True)
+            self.param.update(predictions=[*self.predictions, entry], predicted=None, verdict_shown=True)
 
     # -- the transport: watching the engine step by step ------------------------------------
     def step(self) -> bool:

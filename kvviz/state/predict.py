@@ -1,7 +1,8 @@
 """Predict, then run: a node asks the student to commit to a prediction before its key action
 (Free R2, Add request, Prefix sharing on); the engine's outcome then appears beside it.
 
-A resolved prediction is a frozen `ResolvedPrediction` (node, question, predicted, outcome,
+A prediction locked in and waiting for the action is a frozen `PendingPrediction` (question,
+predicted); once the action ran, it is a frozen `ResolvedPrediction` (node, question, predicted, outcome,
 right, why); it becomes plain data only at a boundary (`to_json` for the explain-it-back download,
 `from_json` to read one back, checked). `why` is the engine's own arithmetic for the state it
 resolved in (each node's `NodeState.explain`), so a miss is answered, not just marked.
@@ -35,6 +36,15 @@ def read(question: Question, typed: str) -> tuple[str | None, str]:
     if number is None or number < 0:
         return None, f"Type a whole number (up to {MAX_DIGITS} digits), then lock it in."
     return str(number), ""
+
+
+@dataclass(frozen=True)
+class PendingPrediction:
+    """A prediction locked in, waiting for the node's key action: the question as asked, and the
+    student's answer as recorded (`read`)."""
+
+    question: str
+    predicted: str
 
 
 @dataclass(frozen=True)
@@ -76,10 +86,10 @@ class ResolvedPrediction:
         return cls(**data)
 
 
-def record(node: str, pending: dict, outcome: str, why: str = "") -> ResolvedPrediction:
-    """The pending prediction ({question, predicted}) of `node` met by the engine's outcome."""
-    return ResolvedPrediction(node=node, question=pending["question"], predicted=pending["predicted"],
-                              outcome=outcome, right=pending["predicted"] == outcome, why=why)
+def record(node: str, pending: PendingPrediction, outcome: str, why: str = "") -> ResolvedPrediction:
+    """The pending prediction of `node` met by the engine's outcome."""
+    return ResolvedPrediction(node=node, question=pending.question, predicted=pending.predicted,
+                              outcome=outcome, right=pending.predicted == outcome, why=why)
 
 
 def verdict(entry: ResolvedPrediction) -> str:

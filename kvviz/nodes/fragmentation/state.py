@@ -41,8 +41,8 @@ class FragmentationState(NodeState):
         # a prediction locked in was asked about the old length: it no longer applies
         if freed and (why := self._why_not(self.scenario.free_r2)) is not None:
             return self._refresh(f"With {self.reserve}-block slabs there is no R2 to free: {why}", playing=False,
-                                 predicted={})
-        self._refresh(playing=False, predicted={})
+                                 predicted=None)
+        self._refresh(playing=False, predicted=None)
 
     def free_r2(self) -> None:
         """Release R2 once the three requests have finished (run them to the end first, so the
@@ -86,5 +86,5 @@ class FragmentationState(NodeState):
         """Back to the defaults, widgets included: one update that every binding hears."""
         default = self.param.reserve.default
         self.scenario = fresh(FragmentationScenario, default)
-        self._refresh("Back to the lesson's starting point.", playing=False, reserve=default, predicted={},
+        self._refresh("Back to the lesson's starting point.", playing=False, reserve=default, predicted=None,
                       verdict_shown=False)

@@ -62,7 +62,7 @@ class PagingState(NodeState):
         added = self._add(prompt, lambda p: self.scenario.add_prompt(p, False), settle, after)
         if added is Added.REFUSED:
             return False
-        if self.predicted:
+        if self.predicted is not None:
             self._awaited = self.scenario.contiguous.snapshot().requests[-1].name
         self._refresh(snapshots=self._snapshots(show_newest=True), prompt=self.scenario.next_request()[0],
                       playing=added is Added.PLAYING)
@@ -92,5 +92,5 @@ class PagingState(NodeState):
         self.scenario = fresh(PagingScenario)
         self._awaited = None
         self._refresh("Back to the lesson's starting point.", playing=False,
-                      prompt=self.scenario.next_request()[0], request=None, predicted={},
+                      prompt=self.scenario.next_request()[0], request=None, predicted=None,
                       verdict_shown=False)

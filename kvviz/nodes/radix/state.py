@@ -132,6 +132,6 @@ class RadixState(NodeState):
         """Back to the defaults, the checkbox included: one update that every binding hears."""
         self.scenario = fresh(RadixScenario, False)
         self._refresh("Back to the lesson's starting point.", playing=False, sharing=False,
-                      prompt=MORE_QUESTIONS[0], predicted={},
+                      prompt=MORE_QUESTIONS[0], predicted=None,
                       verdict_shown=False)
 
