@@ -32,10 +32,13 @@ static inline void fetch_row(const float *row_start, int64_t row)
     for (int64_t f = 0; f < row; f += 16) __builtin_prefetch(row_start + f, 0, 3);
 }
 
-void kvviz_paged_decode(const float *q, const float *k, const float *v, const int32_t *block_tables,
-                        int64_t bt_stride, const int32_t *seq_lens, int64_t num_seqs, int64_t num_heads,
-                        int64_t num_kv_heads, int64_t head_dim, int64_t block_size, float scale, float *out,
-                        float *scores)
+/* The kernel, inlined twice below: once with head_dim a constant 32 (the lesson's model), which the
+   compiler turns into whole-register loads and keeps each head's output sum in registers, and once
+   for any head_dim. */
+static inline __attribute__((always_inline)) void decode(
+    const float *q, const float *k, const float *v, const int32_t *block_tables, int64_t bt_stride,
+    const int32_t *seq_lens, int64_t num_seqs, const int64_t num_heads, const int64_t num_kv_heads, const int64_t head_dim,
+    int64_t block_size, float scale, float *out, float *scores)
 {
     const int64_t group = num_heads / num_kv_heads;
     const int64_t row = num_kv_heads * head_dim; /* floats from one token's KV to the next's */
@@ -46,7 +49,7 @@ void kvviz_paged_decode(const float *q, const float *k, const float *v, const in
         const int32_t *table = block_tables + s * bt_stride;
         const float *qs = q + s * num_heads * head_dim;
         float *os = out + s * num_heads * head_dim;
-        /* scores[h * len + t] = q_h . k_t[h / group] * scale */
+        /* scores[h * len + t] = q_h . k_t[h / group] * scale: one sweep of the pages, in order */
         for (int64_t p = 0; p < pages; p++) {
             const float *kp = k + (int64_t)table[p] * page;
             const float *next = p + 1 < pages ? k + (int64_t)table[p + 1] * page : v + (int64_t)table[0] * page;
@@ -79,8 +82,10 @@ void kvviz_paged_decode(const float *q, const float *k, const float *v, const in
 #pragma omp simd
             for (int64_t t = 0; t < len; t++) sh[t] *= inv;
         }
-        /* out_h = sum over t of p_h[t] * v_t[h / group] */
-        memset(os, 0, (size_t)(num_heads * head_dim) * sizeof(float));
+        /* out_h = sum over t of p_h[t] * v_t[h / group]: one sweep of the pages, every head's sum
+           kept in registers when the shape is a constant (below) */
+        float acc[num_heads * head_dim];
+        for (int64_t j = 0; j < num_heads * head_dim; j++) acc[j] = 0.0f;
         for (int64_t p = 0; p < pages; p++) {
             const float *vp = v + (int64_t)table[p] * page;
             const float *next = p + 1 < pages ? v + (int64_t)table[p + 1] * page : NULL;
@@ -90,11 +95,24 @@ void kvviz_paged_decode(const float *q, const float *k, const float *v, const in
                 const float *vt = vp + i * row;
                 for (int64_t h = 0; h < num_heads; h++) {
                     const float w = scores[h * len + p * block_size + i], *vh = vt + (h / group) * head_dim;
-                    float *oh = os + h * head_dim;
+                    float *ah = acc + h * head_dim;
 #pragma omp simd
-                    for (int64_t d = 0; d < head_dim; d++) oh[d] += w * vh[d];
+                    for (int64_t d = 0; d < head_dim; d++) ah[d] += w * vh[d];
                 }
             }
         }
+        memcpy(os, acc, (size_t)(num_heads * head_dim) * sizeof(float));
     }
+}
+
+void kvviz_paged_decode(const float *q, const float *k, const float *v, const int32_t *block_tables,
+                        int64_t bt_stride, const int32_t *seq_lens, int64_t num_seqs, int64_t num_heads,
+                        int64_t num_kv_heads, int64_t head_dim, int64_t block_size, float scale, float *out,
+                        float *scores)
+{
+    if (head_dim == 32 && num_heads == 4 && num_kv_heads == 2)
+        decode(q, k, v, block_tables, bt_stride, seq_lens, num_seqs, 4, 2, 32, block_size, scale, out, scores);
+    else
+        decode(q, k, v, block_tables, bt_stride, seq_lens, num_seqs, num_heads, num_kv_heads, head_dim, block_size,
+               scale, out, scores);
 }
