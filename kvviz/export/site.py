@@ -175,6 +175,21 @@ class Walked:
         return replace(self.rec, props=[[order[place], attr] for place, attr in self.placed])
 
 
+def walks(folder: Path) -> dict[str, Walked]:
+    """The walks a served recording made (kvviz/export/cache.py: its `folder`), read back from its
+    node pages and frames.json: a static export of the same code reuses them (`export(walked=)`)."""
+    decode, out = json.JSONDecoder().raw_decode, {}
+    frames = json.loads((folder / FRAMES_FILE).read_text(encoding="utf-8"))
+    for key, placed in frames.items():
+        text = (folder / f"{key}.html").read_text(encoding="utf-8")
+        start = f"window.kvvizPlayer.register({json.dumps(key)}, "
+        packed, at = decode(text, text.index(start) + len(start))
+        meta, _at = decode(text, at + len(", "))
+        rec = Recording(**json.loads(gzip.decompress(base64.b64decode(packed))))
+        out[key] = Walked(rec, placed, meta.get("predict"))
+    return out
+
+
 def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool = False,
                walked: dict[str, Walked] | None = None) -> tuple[Document, list[str], dict[str, list]]:
     """A document holding the note and the nodes `keys`, recorded; returns it, its scripts and
@@ -228,7 +243,8 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
             meta["controls"] = {c.action: c.label for c in recipe.controls if c.action not in TRANSPORT_ACTIONS}
             wire_live(mine, key, recipe.live_only)
             ids.update(wire_predictions(mine, key))
-            meta["predict"] = predictions(spare.states[key], recipe) if known is None else known.predict
+            known_predict = known.predict if known is not None else None  # (none from a static page's walk)
+            meta["predict"] = known_predict if known_predict is not None else predictions(spare.states[key], recipe)
         else:
             disable(mine, recipe.live_only)
         ids["play"] = play.id if play else None
@@ -281,14 +297,17 @@ def write_page(doc: Document, scripts: list[str], path: Path, title: str) -> Non
     path.write_text(text, encoding="utf-8")
 
 
-def export(out: Path, live_url: str | None = None, only: list[str] | None = None, served: bool = False) -> list[Path]:
+def export(out: Path, live_url: str | None = None, only: list[str] | None = None, served: bool = False,
+           walked: dict[str, Walked] | None = None) -> list[Path]:
     """Write the site into `out` (only the node pages `only`, if given; else every node page and
     index.html); returns the pages written. `served`: for a server beside the live lesson
-    (kvviz/export/routes.py), whose controls that need an engine continue live."""
+    (kvviz/export/routes.py), whose controls that need an engine continue live. `walked`: nodes
+    already walked by this code (`walks(folder)` of its served recording), recorded from those
+    walks rather than walked again."""
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(CSS_PATH, out / "kvviz.css")
     with page_config():
-        return _write_pages(out, live_url, only, served)
+        return _write_pages(out, live_url, only, served, dict(walked or {}))
 
 
 def page_config():
@@ -297,12 +316,13 @@ def page_config():
     return pn.config.set(css_files=["kvviz.css"], raw_css=[])
 
 
-def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served: bool) -> list[Path]:
+def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served: bool,
+                 walked: dict[str, Walked]) -> list[Path]:
     # (a served page opens node 04 live, from its link; a static one plays its vLLM recording)
     recorded = [n for n in NODES if n.key in recipes() and (n in LIVE or not served)]
     facts, pages = provenance(), []
     frames: dict[str, list] = {}  # node -> its recorded properties (build_page)
-    walked: dict[str, Walked] = {}  # node -> its walk, made for its own page, reused by index.html
+    # (walked: node -> its walk, made for its own page and reused by index.html, or given)
     for node in [*recorded, *([] if served else [BY_KEY["explain"]])]:
         if only and node.key not in only:
             continue
