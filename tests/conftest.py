@@ -137,11 +137,15 @@ def radix():
 # -- the static export (tests/test_export.py, tests/ui/test_export_static.py) ------------------
 @pytest.fixture(scope="session")
 def static_site(tmp_path_factory):
-    """The lesson exported once per test session (python -m kvviz.export): its folder."""
-    from kvviz.export.site import export
+    """The lesson exported once per test session (python -m kvviz.export): its folder. Its nodes
+    01-03 are recorded from the walks of this code's served recording (kvviz/export/cache.py,
+    which the served lesson's tests need too: made here, or by a test server's recorder, once),
+    as `export(walked=walks(...))` does: the same walk, not a second one."""
+    from kvviz.export import cache
+    from kvviz.export.site import export, walks
 
     out = tmp_path_factory.mktemp("site")
-    export(out)
+    export(out, walked=walks(cache.make()))
     return out
 
 
