@@ -177,7 +177,7 @@ class _LongestFirst:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config, items):
-        if not config.getvalue("loadgroup"):  # (what xdist sets in its workers, whose `dist` is "no")
+        if not getattr(config.option, "loadgroup", False):  # (set in xdist's workers, whose `dist` is "no")
             return
         groups: dict[str, list] = {}  # group -> its tests, in the order collected
         for item in items:
