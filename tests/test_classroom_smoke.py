@@ -421,11 +421,17 @@ def test_a_killed_backends_students_go_to_another_and_it_is_restarted(server):
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{victim['port']}/app", timeout=120) as r:
                     if r.status == 200:
-                        return
+                        break
             except OSError:
                 pass  # not listening yet
         time.sleep(1)
-    pytest.fail("the killed backend was not restarted")
+    else:
+        pytest.fail("the killed backend was not restarted")
+    # and its students go back to it once nginx tries it again (fail_timeout after it failed)
+    back = time.monotonic() + 120
+    while _get_backend(port, on_victim[0])[1] != f"127.0.0.1:{victim['port']}":
+        assert time.monotonic() < back, "nginx did not send the restarted backend's students back to it"
+        time.sleep(1)
 
 
 @pytest.mark.timeout(900)
