@@ -105,11 +105,12 @@ postgres:
 # The tests run in TEST_WORKERS pytest-xdist processes (default 2: this project's 2-core machine),
 # each with its own served lesson, Chromium and databases on free ports; --dist loadgroup keeps
 # the tests of one xdist_group in one worker: those of one module (its module-scoped server
-# starts once), of the one vLLM server, of the one exported site (tests/conftest.py).
+# starts once), of the one vLLM server, of the one exported site (tests/conftest.py), the longest
+# groups queued first (tests/conftest.py's LONGEST_GROUPS: xdist would queue them by their size).
 TEST_WORKERS ?= 2
 test: $(VENV)/.test-installed chromium postgres compiler vllm-test-setup
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 # make vllm: a real vLLM (its CPU build, in its own environment $(VLLM_VENV), about 3.4 GB, a few
 # minutes the first time) serving kvviz's own trained model on 127.0.0.1:$(VLLM_PORT), with prefix

@@ -137,11 +137,15 @@ def radix():
 # -- the static export (tests/test_export.py, tests/ui/test_export_static.py) ------------------
 @pytest.fixture(scope="session")
 def static_site(tmp_path_factory):
-    """The lesson exported once per test session (python -m kvviz.export): its folder."""
-    from kvviz.export.site import export
+    """The lesson exported once per test session (python -m kvviz.export): its folder. Its nodes
+    01-03 are recorded from the walks of this code's served recording (kvviz/export/cache.py,
+    which the served lesson's tests need too: made here, or by a test server's recorder, once),
+    as `export(walked=walks(...))` does: the same walk, not a second one."""
+    from kvviz.export import cache
+    from kvviz.export.site import export, walks
 
     out = tmp_path_factory.mktemp("site")
-    export(out)
+    export(out, walked=walks(cache.make()))
     return out
 
 
@@ -158,6 +162,32 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
+# The groups that take longest (a minute or more of a worker's time each, measured with
+# --durations), queued first, longest first, so that the two workers finish together; the others
+# follow, those with more tests first (pytest-xdist's own order, which make test's
+# --no-loadscope-reorder leaves to this list). static_site makes the served recording first.
+LONGEST_GROUPS = ("static_site", "vllm", "test_classroom_smoke", "test_live_frames", "test_app",
+                  "test_ui_latency_benchmark")
+
+
+class _LongestFirst:
+    """Under `--dist loadgroup`, the tests in the order of their groups' (LONGEST_GROUPS, then
+    the groups' sizes): pytest-xdist queues the groups as their first tests come. Last: after
+    pytest has put the browser tests (a session-scoped parametrized fixture) together."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        if not getattr(config.option, "loadgroup", False):  # (set in xdist's workers, whose `dist` is "no")
+            return
+        groups: dict[str, list] = {}  # group -> its tests, in the order collected
+        for item in items:
+            marker = item.get_closest_marker("xdist_group")
+            groups.setdefault(marker.kwargs.get("name", marker.args[0] if marker.args else ""), []).append(item)
+        rank = {g: i for i, g in enumerate(LONGEST_GROUPS)}
+        order = sorted(groups, key=lambda g: (rank.get(g, len(rank)), -len(groups[g])))
+        items[:] = [item for g in order for item in groups[g]]
+
+
 class _GroupsHeld:
     """In an xdist worker under `--dist loadgroup`, every test's id must carry its group (xdist
     appends it): if a pytest and pytest-xdist pairing stops doing so, say it, instead of
@@ -172,6 +202,7 @@ class _GroupsHeld:
 
 def pytest_configure(config):
     config.pluginmanager.register(_GroupsHeld(), "kvviz-groups-held")
+    config.pluginmanager.register(_LongestFirst(), "kvviz-longest-first")
 
 
 @pytest.fixture(autouse=True)

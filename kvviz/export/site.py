@@ -21,6 +21,7 @@ import json
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -35,7 +36,7 @@ from bokeh.util.paths import bokehjs_path
 from kvviz import page_text
 from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
 from kvviz.export.recipes import recipes
-from kvviz.export.record import record
+from kvviz.export.record import Recording, record
 from kvviz.lesson import CSS_PATH, NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson
 from kvviz.nodes import BY_KEY, LIVE, NODES
 from kvviz.nodes.recipe import TRANSPORT, Recipe
@@ -158,13 +159,45 @@ def _by_class(doc: Document, css_class: str, optional: bool = False) -> str | No
     return found[0]
 
 
-def build_page(keys: list[str], live_url: str | None, facts: dict,
-               served: bool = False) -> tuple[Document, list[str], dict[str, list]]:
+@dataclass
+class Walked:
+    """A node's recording as one page made it, its properties named by place in `model_order`
+    (`placed`), and its predictions (served pages): another page of the same export that holds
+    the node's view (the same models in the same order, from the same default state) reuses it
+    rather than walk the node's states again."""
+
+    rec: Recording
+    placed: list[list]  # [place in model_order, property name] for each of rec.props
+    predict: dict | None
+
+    def placed_in(self, order: list[str]) -> Recording:
+        """The recording with its properties on the models `order` (another page's, by place)."""
+        return replace(self.rec, props=[[order[place], attr] for place, attr in self.placed])
+
+
+def walks(folder: Path) -> dict[str, Walked]:
+    """The walks a served recording made (kvviz/export/cache.py: its `folder`), read back from its
+    node pages and frames.json: a static export of the same code reuses them (`export(walked=)`)."""
+    decode, out = json.JSONDecoder().raw_decode, {}
+    frames = json.loads((folder / FRAMES_FILE).read_text(encoding="utf-8"))
+    for key, placed in frames.items():
+        text = (folder / f"{key}.html").read_text(encoding="utf-8")
+        start = f"window.kvvizPlayer.register({json.dumps(key)}, "
+        packed, at = decode(text, text.index(start) + len(start))
+        meta, _at = decode(text, at + len(", "))
+        rec = Recording(**json.loads(gzip.decompress(base64.b64decode(packed))))
+        out[key] = Walked(rec, placed, meta.get("predict"))
+    return out
+
+
+def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool = False,
+               walked: dict[str, Walked] | None = None) -> tuple[Document, list[str], dict[str, list]]:
     """A document holding the note and the nodes `keys`, recorded; returns it, its scripts and
     each node's recorded properties as (place in `model_order`, name): what a live process
     reads for a frame (kvviz/export/live.py). `served`: the page is served beside the live
     lesson, so the controls that need an engine continue their node live (else they are shown
-    disabled)."""
+    disabled). `walked`: the nodes already recorded by an earlier page of this export (reused:
+    put at their default state, not walked again), and where this page's walks are added."""
     lesson, plan = Lesson({}), recipes()
     spare = Lesson({}) if served else None  # (states with no view: predictions are resolved on them)
     # Each node's view (with, under its controls, the line that says when the server ran something live)
@@ -185,12 +218,23 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
             disable(doc.models, {m.title for m in doc.models if hasattr(m, "title") and isinstance(m.title, str)})
             continue
         state = lesson.states[key]
-        rec = record(doc, state, recipe.branches, lambda r=recipe, s=state: r.branches[r.default](s), _link(key))
+
+        def reset(r: Recipe = recipe, s=state) -> None:  # (back to the default branch's settled end)
+            r.branches[r.default](s)
+
+        known = walked.get(key) if walked is not None else None
+        rec = record(doc, state, recipe.branches, reset, _link(key)) if known is None else None
+        if known is not None:
+            reset()  # (where the walk would have left it: the page is saved from there)
         # (the line under a node's controls that says a branch was run live: node 04 has none)
         ids = {"view": _by_class(doc, f"kv-recorded-{key}"), "live": _by_class(doc, f"kv-live-{key}", optional=True)}
         order = [m.id for m in model_order(doc.get_model_by_id(ids["view"]))]
-        place = {mid: i for i, mid in enumerate(order)}
-        placed[key] = [[place[mid], attr] for mid, attr in rec.props]
+        if known is not None:
+            rec = known.placed_in(order)
+            placed[key] = known.placed
+        else:
+            place = {mid: i for i, mid in enumerate(order)}
+            placed[key] = [[place[mid], attr] for mid, attr in rec.props]
         mine = doc.get_model_by_id(ids["view"]).references()  # (the node's own models: its controls)
         play = wire(mine, key, recipe.controls)
         meta = {**recipe.meta, "params": list(BY_KEY[key].url.PARAMS) if BY_KEY[key].url else []}
@@ -199,10 +243,13 @@ def build_page(keys: list[str], live_url: str | None, facts: dict,
             meta["controls"] = {c.action: c.label for c in recipe.controls if c.action not in TRANSPORT_ACTIONS}
             wire_live(mine, key, recipe.live_only)
             ids.update(wire_predictions(mine, key))
-            meta["predict"] = predictions(spare.states[key], recipe)
+            known_predict = known.predict if known is not None else None  # (none from a static page's walk)
+            meta["predict"] = known_predict if known_predict is not None else predictions(spare.states[key], recipe)
         else:
             disable(mine, recipe.live_only)
         ids["play"] = play.id if play else None
+        if walked is not None and known is None:
+            walked[key] = Walked(rec, placed[key], meta.get("predict"))
         scripts.append(f"window.kvvizPlayer.controllers[{json.dumps(key)}] = {recipe.controller};")
         scripts.append(f"window.kvvizPlayer.register({json.dumps(key)}, {json.dumps(_pack(rec.to_json()))}, "
                        f"{json.dumps(meta)}, {json.dumps(ids)}, {json.dumps(recipe.default)});")
@@ -250,14 +297,17 @@ def write_page(doc: Document, scripts: list[str], path: Path, title: str) -> Non
     path.write_text(text, encoding="utf-8")
 
 
-def export(out: Path, live_url: str | None = None, only: list[str] | None = None, served: bool = False) -> list[Path]:
+def export(out: Path, live_url: str | None = None, only: list[str] | None = None, served: bool = False,
+           walked: dict[str, Walked] | None = None) -> list[Path]:
     """Write the site into `out` (only the node pages `only`, if given; else every node page and
     index.html); returns the pages written. `served`: for a server beside the live lesson
-    (kvviz/export/routes.py), whose controls that need an engine continue live."""
+    (kvviz/export/routes.py), whose controls that need an engine continue live. `walked`: nodes
+    already walked by this code (`walks(folder)` of its served recording), recorded from those
+    walks rather than walked again."""
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(CSS_PATH, out / "kvviz.css")
     with page_config():
-        return _write_pages(out, live_url, only, served)
+        return _write_pages(out, live_url, only, served, dict(walked or {}))
 
 
 def page_config():
@@ -266,20 +316,22 @@ def page_config():
     return pn.config.set(css_files=["kvviz.css"], raw_css=[])
 
 
-def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served: bool) -> list[Path]:
+def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served: bool,
+                 walked: dict[str, Walked]) -> list[Path]:
     # (a served page opens node 04 live, from its link; a static one plays its vLLM recording)
     recorded = [n for n in NODES if n.key in recipes() and (n in LIVE or not served)]
     facts, pages = provenance(), []
     frames: dict[str, list] = {}  # node -> its recorded properties (build_page)
+    # (walked: node -> its walk, made for its own page and reused by index.html, or given)
     for node in [*recorded, *([] if served else [BY_KEY["explain"]])]:
         if only and node.key not in only:
             continue
-        doc, scripts, placed = build_page([node.key], live_url, facts, served)
+        doc, scripts, placed = build_page([node.key], live_url, facts, served, walked)
         frames.update(placed)
         pages.append(out / f"{node.key}.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} · {node.title} (recording)")
     if not only:
-        doc, scripts, _placed = build_page([n.key for n in recorded], live_url, facts, served)
+        doc, scripts, _placed = build_page([n.key for n in recorded], live_url, facts, served, walked)
         pages.append(out / "index.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} (recording)")
     if served:  # (what kvviz/export/live.py reads for a frame, beside the pages)
