@@ -29,8 +29,38 @@ LIVE_NODES = tuple(n.key for n in LIVE)
 NAV_HTML = items_html([(n.key, n.number, n.title) for n in NODES])
 SYSTEM_FONTS = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 VIEWPORT = "width=device-width, initial-scale=1"  # phones lay the page out at their own width
-# A node served alone has no template: Panel's base page, plus the viewport tag.
-NODE_PAGE_TEMPLATE = f'{{% block postamble %}}<meta name="viewport" content="{VIEWPORT}">{{% endblock %}}'
+
+
+# The page's icon, inline: a page that rewrites its address (the URL state) asks for none.
+ICON = ("data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E"
+        "%3Crect width='7' height='7' fill='%23E69F00'/%3E%3Crect x='9' width='7' height='7' fill='%2356B4E9'/%3E"
+        "%3Crect y='9' width='7' height='7' fill='%23009E73'/%3E%3Crect x='9' y='9' width='7' height='7' "
+        "fill='%23cccccc'/%3E%3C/svg%3E")
+
+
+# A node served alone (and a recorded page) has no template: Panel's base page, plus the viewport
+# tag, the icon, and its content as the page's main landmark.
+NODE_PAGE_TEMPLATE = (f'{{% block postamble %}}<meta name="viewport" content="{VIEWPORT}">'
+                      f'<link rel="icon" href="{ICON}">{{% endblock %}}'
+                      '{% block contents %}<main>{{ super() }}</main>{% endblock %}')
+
+
+def opening(heading: bool) -> list:
+    """The lesson's frame before its nodes, on the live page and the played one alike: the title
+    (`heading`: as the page's h1, where no template shows it), the short intro, the three ideas
+    (the numbered navigation)."""
+    title = [pn.pane.HTML(f'<h1 class="kv-title">{html.escape(page_text.TITLE)}</h1>', sizing_mode="stretch_width",
+                          margin=(0, 10))] if heading else []
+    return [*title,
+            pn.pane.Markdown(page_text.INTRO, sizing_mode="stretch_width", css_classes=["kv-prose", "kv-intro"]),
+            # (with no sidebar to hold them, the page shows them in a row on every screen)
+            Nav(items_html=NAV_HTML, sizing_mode="stretch_width", css_classes=["kv-nav-always"] if heading else [])]
+
+
+def closing() -> list:
+    """The lesson's frame after its nodes: the three ideas in short, and what to read next."""
+    return [pn.pane.Markdown(page_text.SUMMARY, sizing_mode="stretch_width", css_classes=["kv-prose", "kv-summary"]),
+            pn.pane.Markdown(page_text.NEXT, sizing_mode="stretch_width", css_classes=["kv-prose", "kv-next"])]
 
 
 def link_notice_html(notices: list[str]) -> str:
@@ -109,17 +139,11 @@ class Lesson:
         return page
 
     def full_page(self) -> pn.template.FastListTemplate:
-        intro = pn.Column(
-            self._notice_pane(),
-            pn.pane.Markdown(page_text.INTRO, sizing_mode="stretch_width", css_classes=["kv-prose", "kv-intro"]),
-            Nav(items_html=NAV_HTML, sizing_mode="stretch_width"),
-            sizing_mode="stretch_width",
-        )
+        intro = pn.Column(self._notice_pane(), *opening(heading=False), sizing_mode="stretch_width")
         # The first node is built with the page; the others when the student gets near them.
         main = [intro] + [self.slot(n.key) for n in NODES]
         self.slot(NODES[0].key).reveal()
-        main.append(pn.Column(pn.pane.Markdown(page_text.SUMMARY, sizing_mode="stretch_width",
-                                               css_classes=["kv-prose", "kv-summary"]),
+        main.append(pn.Column(*closing(),
                               pn.pane.Markdown(page_text.FOOTER, css_classes=["kv-footer"]), self.keyboard,
                               ConnectionNotice(width=0, height=0, margin=0),
                               sizing_mode="stretch_width"))

@@ -175,6 +175,15 @@ def test_add_request_refills_the_box_with_the_next_prompt_and_shows_its_table(pa
     assert paging.request == paging.paged.requests[-1].name
 
 
+def test_reset_draws_the_first_requests_block_table_as_a_new_page_does(paging):
+    # (a recorded page opens on a reset state: its block table must not be blank, issue 28 item 1)
+    new = PagingState()
+    paging.add_request(settle=True)
+    paging.reset()
+    assert new.request == paging.request == paging.paged.requests[0].name
+    assert paging.paged.request(paging.request).block_table
+
+
 def test_add_request_computes_the_prompt_at_once_then_plays_token_by_token(paging):
     steps = paging.step_count
     assert paging.add_request()

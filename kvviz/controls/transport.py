@@ -128,7 +128,8 @@ class Transport(pn.viewable.Viewer):
         self.speed = pn.widgets.Select(options=SPEEDS, value=PLAY_PERIOD_MS, width=190, margin=(5, 10),
                                        css_classes=["kv-speed"])
         self.speed.param.watch(lambda e: self.player.set_period(e.new), "value")
-        self.counter = LiveHTML(pn.bind(self._counter, s.param.version, s.param.playing), margin=(8, 10))
+        self.counter = LiveHTML(pn.bind(self._counter, s.param.version, s.param.playing), margin=(8, 10),
+                                css_classes=["kv-counter"])  # (a played page says "playing" in it)
         self.notice = notice_line(s, "transport")
         self._layout = pn.Column(
             pn.FlexBox(self.rewind, self.back, self.fwd, self.play, self.speed, self.counter,

@@ -1,9 +1,10 @@
 // The lesson's player: replays each node's recording of the real engine (kvviz/export/record.py)
 // on the page's own Bokeh models, with no server. Each recorded node registers its recording
-// (gzip + base64 JSON, inflated with the browser's DecompressionStream) and a controller (its
-// recipe's: kvviz/nodes/<node>/recording.py); the node's widgets call `act(node, action, value)`
-// through CustomJS callbacks (kvviz/export/player.py: wire). A state is a branch and an index into
-// it; showing it sets every recorded property whose value differs from what is shown.
+// (gzip + base64 JSON, inflated with the browser's DecompressionStream) and what its own actions
+// do, as data (its recipe's `vars`, `branch` and `actions`: kvviz/nodes/<node>/recording.py);
+// the node's widgets call `act(node, action, value)` through CustomJS callbacks
+// (kvviz/export/player.py: wire). No node has JavaScript of its own. A state is a branch and an
+// index into it; showing it sets every recorded property whose value differs from what is shown.
 //
 // The address bar follows the state: each branch's settled end has the live lesson's own link
 // (recorded with it), and `at_<node>` names a step before that end. A link opens on its recorded
@@ -14,9 +15,9 @@
   "use strict";
   const nodes = {};
   const ORDER = []; // node names in page order (registered in it; their recordings inflate in any order)
-  const CONTROLLERS = {}; // node -> its recipe's controller
   // where a hand-in is sent; where the server's engine answers what no recording holds
   const config = { handin: null, frames: null };
+  let touched = null; // the node last acted on (the keyboard's, when none is in view)
   const KEEP_LIVE = 4; // branches computed live kept per node (Step back and Play replay them)
 
   async function inflate(b64) {
@@ -97,9 +98,7 @@
                            echoes: new Set() });
       this.models = rec.props.map(([id]) => doc.get_model_by_id(id));
       this.playButton = ids.play ? doc.get_model_by_id(ids.play) : null;
-      this.reserve = meta.default_reserve;
-      this.freed = false;
-      this.adds = 0;
+      this.vars = { ...(meta.vars || {}) }; // the player's variables, which name the branch shown
     }
 
     go(branch, index) {
@@ -139,7 +138,20 @@
       }
       this.shown = row;
       if (resize.length) this.resize(resize);
+      this.sayPlaying();
       writeUrl();
+    }
+
+    // The step counter says what the player is doing (its states were recorded standing still).
+    sayPlaying() {
+      const counter = this.ids.counter ? this.doc.get_model_by_id(this.ids.counter) : null;
+      if (!counter || typeof counter.text !== "string") return;
+      const now = this.timer !== null ? "playing" : this.index >= this.last() ? "idle" : "paused";
+      const text = counter.text.replace(/· (?:playing|idle|paused)(&lt;|<)/, `· ${now}$1`);
+      if (text !== counter.text) {
+        this.applying = true;
+        try { counter.text = text; } finally { this.applying = false; }
+      }
     }
 
     // A figure's height or width lays out the whole page again (~100 ms for node 03's tree):
@@ -187,11 +199,12 @@
         this.timer = setInterval(() => { if (!this.step()) this.play(false); }, this.period);
       }
       if (this.playButton) this.playButton.label = this.timer !== null ? "❚❚ Pause" : "▶ Play";
+      this.sayPlaying();
     }
 
     act(action, value) {
       if (this.applying) return; // (a model set by show() echoing back)
-      const c = CONTROLLERS[this.name] || {};
+      const c = this.meta.actions || {};
       const onLive = this.branch && this.branch.startsWith("live");
       if (action === "rewind") { this.play(false); this.index = 0; this.show(); }
       else if (action === "back") { this.play(false); if (this.index > 0) { this.index -= 1; this.show(); } }
@@ -202,18 +215,57 @@
         if (this.timer !== null) { this.play(false); this.play(true); }
       } else if (action === "do") this.doLive(value);
       else if (action === "typed") this.typed(value);
+      else if (action === "draft") this.draft = typeof value === "string" ? value : "";
       else if (action === "predict_typing") this.typing = value;
       else if (action === "predict") this.predict(value === null ? this.typing : value);
       else if (c[action] && onLive && action !== "reset" && (this.meta.controls || {})[action]) {
         // (a state computed live: the server's engine takes this action from it too)
         this.live({ act: this.meta.controls[action], value });
+      } else if (c[action] && this.commitsDraft(action)) {
+        // (the box holds the student's own text: that is what this button adds)
       } else if (c[action]) {
         this.play(false);
         const before = this.branch;
-        c[action](this, value);
+        this.run(c[action], value);
         if (action === "reset") this.status("");
         else if (this.branch !== before) this.resolve();
       }
+    }
+
+    // -- a node's own actions, as its recipe declares them (kvviz/nodes/recipe.py: Effect) --
+    branchOf(vars) {
+      return (this.meta.branch || "").replace(/\{(\w+)\}/g, (_m, k) => String(vars[k]));
+    }
+
+    run(effect, value) {
+      const v = this.vars;
+      if (effect.reset) Object.assign(v, this.meta.vars || {});
+      for (const [k, x] of Object.entries(effect.set || {})) {
+        const given = x === "$value" ? value : x;
+        v[k] = typeof given === "boolean" ? Number(given) : given;
+      }
+      let at;
+      if (effect.count) {
+        if (v[effect.count] >= effect.most) return;
+        const before = (this.rec.steps[this.branchOf(v)] || [0]).at(-1);
+        v[effect.count] += 1;
+        const steps = this.rec.steps[this.branchOf(v)] || [];
+        const first = steps.findIndex((s) => s > before); // (the new request's first step, as live)
+        at = first < 0 ? steps.length - 1 : first;
+      }
+      if (effect.replay) at = 0;
+      this.go(this.branchOf(v), at);
+      if (effect.play || effect.replay) this.play(true);
+    }
+
+    // The variables a recorded branch's name holds (a link opened on it): read by its template.
+    restoreVars(branch) {
+      const names = [];
+      const pattern = (this.meta.branch || "").replace(/[.*+?^$()|[\]\\]/g, "\\$&")
+        .replace(/\{(\w+)\}/g, (_m, k) => { names.push(k); return "(.+?)"; });
+      const m = new RegExp(`^${pattern}$`).exec(branch);
+      if (!m) return;
+      names.forEach((k, i) => { this.vars[k] = /^\d+$/.test(m[i + 1]) ? Number(m[i + 1]) : m[i + 1]; });
     }
 
     // -- predict, then run: resolved from the recorded outcome (kvviz/state/predict.py's rules) --
@@ -268,14 +320,14 @@
       return null;
     }
 
-    // A prompt typed into the node's box (committed: Enter, or leaving the box): no recording holds
+    // A prompt typed into the node's box (committed: Enter, or its button): no recording holds
     // it, so the server runs it, added as the link's last request (meta.typed says which parameter
     // carries it; a link without step gaps runs each request to its end first, which is what every
     // recorded branch did).
     typed(text) {
       const t = this.meta.typed;
       if (!t || typeof text !== "string" || !text.trim() || this.echoes.has(text)) return;
-      this.typedAt = performance.now();
+      this.draft = "";
       this.live({ extra: `${t.param}=${encodeURIComponent(t.prefix + text.trim().slice(0, 200))}`, drop: t.drop || [],
                   after: true });
     }
@@ -283,9 +335,28 @@
     // A control that needs the engine (Release oldest, Fill the pool, a select): the server does it.
     doLive(what) {
       if (!what || typeof what.label !== "string") return;
-      // (leaving the box for its Add request button commits the prompt typed: that request adds it)
-      if (what.label === "Add request" && this.typedAt && performance.now() - this.typedAt < 800) return;
+      if (what.value !== undefined && this.isShown(what.id, "value", what.value)) return; // (an echo of show())
+      if (this.commitsDraft(what.label)) return;
       this.live({ act: what.label, value: what.value, after: what.value === undefined });
+    }
+
+    // Whether the state shown holds `value` for this model's property (a select that BokehJS
+    // sets again when its options change is not the student choosing).
+    isShown(id, attr, value) {
+      if (!this.shown || !id) return false;
+      const i = this.rec.props.findIndex(([pid, a]) => pid === id && a === attr);
+      return i >= 0 && i < this.shown.length && decode(this.rec.values[this.shown[i]]) === value;
+    }
+
+    // The button that commits the node's box (meta.typed.button: an action or a label), pressed
+    // while the box holds text the student typed (not yet sent, not a text the page set): that
+    // text is run, as Enter would. Returns whether it was.
+    commitsDraft(actionOrLabel) {
+      const t = this.meta.typed;
+      const draft = typeof this.draft === "string" ? this.draft.trim() : "";
+      if (!t || !t.button || actionOrLabel !== t.button || !draft || this.echoes.has(this.draft)) return false;
+      this.typed(this.draft);
+      return true;
     }
 
     // The properties this page holds beyond the recorded ones (from earlier live branches): the
@@ -342,7 +413,10 @@
       }
       if (ticket !== this.asked) return; // (a later request took its place)
       this.go(this.addBranch(data, shared), at);
-      say(`<p class="kv-live-note" role="status"><b>● Live:</b> computed just now by this server's engine, from
+      const notices = Array.isArray(data.notices) ? data.notices.filter((n) => typeof n === "string") : [];
+      const about = notices.length ? `<div class="kv-url-notice" role="alert"><b>About this link:</b><ul>`
+        + notices.slice(0, 8).map((n) => `<li>${escapeHtml(n)}</li>`).join("") + "</ul></div>" : "";
+      say(`${about}<p class="kv-live-note" role="status"><b>● Live:</b> computed just now by this server's engine, from
            the state you were at. Step back, Play and Rewind replay it here.</p>`);
     }
 
@@ -418,10 +492,9 @@
         node.initial = (rec.branches[defaultBranch] || []).at(-1);
         nodes[name] = node;
         const wanted = node.fromLink(location.search);
-        const c = CONTROLLERS[name] || {};
         if (wanted) {
           node.go(wanted.branch, wanted.index);
-          if (c.restore) c.restore(node, wanted.branch);
+          node.restoreVars(wanted.branch);
         } else {
           node.go(defaultBranch);
           if (canonical(location.search, meta.params || []) !== "") { // (not recorded: the server runs it)
@@ -435,7 +508,17 @@
       };
       start();
     },
-    act(name, action, value) { if (nodes[name]) nodes[name].act(action, value); },
+    act(name, action, value) {
+      if (!nodes[name]) return;
+      touched = name;
+      nodes[name].act(action, value);
+    },
+    // A shortcut key (kvviz/web/keyboard.py: KEYS) for the node in view, else the last touched;
+    // a page of one node acts on it. The node's own buttons do the same.
+    key(action, inView) {
+      const name = ORDER.length === 1 ? ORDER[0] : nodes[inView] ? inView : touched || ORDER[0];
+      if (nodes[name] && ["play", "step", "back", "reset"].includes(action)) nodes[name].act(action);
+    },
     // The live lesson's link for every node's state now (Explain it back opens live with it).
     query() { return currentQuery(false).toString(); },
     // Every prediction resolved in this page, from the recorded outcomes.
@@ -472,7 +555,6 @@
         button.disabled = false;
       }
     },
-    controllers: CONTROLLERS,
     nodes,
     config,
     decode,

@@ -64,12 +64,13 @@ def wire_live(models, node: str, labels) -> None:
         kind = type(model).__name__
         label = getattr(model, "label", None) if "Button" in kind else getattr(model, "title", None)
         call = f"window.kvvizPlayer.act({node!r}, 'do', {{label: {label!r}"
-        if "TextInput" in kind:  # (its value is committed by Enter or by leaving the box)
-            model.js_on_change("value", CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'typed', cb_obj.value)"))
+        if "TextInput" in kind:  # (Enter runs it; what is typed is kept for the box's own button)
+            model.js_on_event("value_submit", CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'typed', cb_obj.value)"))
+            model.js_on_change("value_input", CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'draft', cb_obj.value_input)"))
         elif "Button" in kind:
             model.js_on_event("button_click", CustomJS(code=call + "})"))
-        elif hasattr(model, "value"):
-            model.js_on_change("value", CustomJS(code=call + ", value: cb_obj.value})"))
+        elif hasattr(model, "value"):  # (its id: the player tells the student's choice from its own echo)
+            model.js_on_change("value", CustomJS(code=call + ", value: cb_obj.value, id: cb_obj.id})"))
 
 
 def _is_prediction(model) -> bool:

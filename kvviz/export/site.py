@@ -16,12 +16,13 @@ from __future__ import annotations
 import base64
 import datetime
 import gzip
+import hashlib
 import html
 import json
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -37,9 +38,10 @@ from kvviz import page_text
 from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
 from kvviz.export.recipes import recipes
 from kvviz.export.record import Recording, record
-from kvviz.lesson import CSS_PATH, NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson
+from kvviz.lesson import CSS_PATH, NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening
 from kvviz.nodes import BY_KEY, LIVE, NODES
 from kvviz.nodes.recipe import TRANSPORT, Recipe
+from kvviz.web.keyboard import Keyboard
 
 ROOT = Path(__file__).resolve().parents[2]
 PANEL_DIST = Path(pn.__file__).resolve().parent / "dist"
@@ -90,18 +92,19 @@ onclick="this.href='{SERVED_LIVE}?node=explain&amp;' + window.kvvizPlayer.query(
 
 
 def note_html(facts: dict[str, str], live_url: str | None, served: bool = False) -> str:
+    """The page's provenance: one quiet line at its foot (what was recorded, when, from which code
+    and weights; what runs live)."""
     e = html.escape
+    made = (f'code {e(facts["commit"])} · model weights sha256 {e(facts["model_sha256"][:12])}…')
     if served:
-        return (f'<div class="kv-recording" role="note"><b>Recorded from this server\'s engine</b> at '
-                f'{e(facts["time"])} (code {e(facts["commit"])}, model weights sha256 {e(facts["model_sha256"][:12])}…): '
-                "the controls, Step and Play replay states the real engine reached, in your browser. "
-                "<b>Live</b> for your own prompts and questions: typing one runs the engine on the server "
-                "for that node, from where you are.</div>")
+        return (f'<footer class="kv-recording" role="contentinfo">Recorded from this server\'s engine at '
+                f'{e(facts["time"])} ({made}): the controls, Step and Play replay states the real engine reached, '
+                "in your browser; a prompt or question you type runs live on the server.</footer>")
     live = (f' Typing your own prompt or question needs the <a href="{e(live_url)}">live lesson</a>.'
             if live_url else " Typing your own prompt or question needs the live lesson (<code>make lesson</code>).")
-    return (f'<div class="kv-recording" role="note"><b>A recording of the live lesson</b>, made on {e(facts["date"])} '
-            f'from the real engine (code {e(facts["commit"])}, model weights sha256 {e(facts["model_sha256"][:12])}…): '
-            f"every state below is one the engine reached; Step, Play, Rewind and the controls replay them.{live}</div>")
+    return (f'<footer class="kv-recording" role="contentinfo">A recording of the live lesson, made on '
+            f'{e(facts["date"])} from the real engine ({made}): every state is one the engine reached; Step, Play, '
+            f"Rewind and the controls replay them.{live}</footer>")
 
 
 def _pack(data: dict) -> str:
@@ -202,10 +205,15 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
     spare = Lesson({}) if served else None  # (states with no view: predictions are resolved on them)
     # Each node's view (with, under its controls, the line that says when the server ran something live)
     views = {k: node_column(lesson, k) for k in keys}
-    notes = pn.pane.HTML(note_html(facts, live_url, served), sizing_mode="stretch_width", css_classes=["kv-prose"])
+    notes = pn.pane.HTML(note_html(facts, live_url, served), sizing_mode="stretch_width",
+                         css_classes=["kv-prose", "kv-provenance"])
+    whole = len(keys) > 1  # (the whole lesson: in its frame, as the live page has it)
     after = ([pn.pane.HTML(LIVE_LINKS_HTML, sizing_mode="stretch_width", css_classes=["kv-prose"])]
-             if served and len(keys) > 1 else [])
-    layout = pn.Column(notes, *[views[k] for k in keys], *after,
+             if served and whole else [])
+    # (the shortcut keys, acted on by the page's player: kvviz/web/keyboard.py)
+    keys_pane = Keyboard(played=True, height=0, width=0, margin=0)
+    layout = pn.Column(*(opening(heading=True) if whole else []), *[views[k] for k in keys], *after,
+                       *(closing() if whole else []), notes, keys_pane,
                        sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
     doc = Document()
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)
@@ -237,7 +245,11 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
             placed[key] = [[place[mid], attr] for mid, attr in rec.props]
         mine = doc.get_model_by_id(ids["view"]).references()  # (the node's own models: its controls)
         play = wire(mine, key, recipe.controls)
-        meta = {**recipe.meta, "params": list(BY_KEY[key].url.PARAMS) if BY_KEY[key].url else []}
+        ids["counter"] = next((m.id for m in mine if "kv-counter" in (getattr(m, "css_classes", None) or [])), None)
+        meta = {**recipe.meta, "params": list(BY_KEY[key].url.PARAMS) if BY_KEY[key].url else [],
+                # (what the node's own actions do, as data: the generic player runs them)
+                "vars": recipe.vars, "branch": recipe.branch,
+                "actions": {name: asdict(effect) for name, effect in recipe.actions.items()}}
         if served:
             meta["models"] = order  # (a live frame names a model by its place: kvviz/export/live.py)
             meta["controls"] = {c.action: c.label for c in recipe.controls if c.action not in TRANSPORT_ACTIONS}
@@ -250,7 +262,6 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
         ids["play"] = play.id if play else None
         if walked is not None and known is None:
             walked[key] = Walked(rec, placed[key], meta.get("predict"))
-        scripts.append(f"window.kvvizPlayer.controllers[{json.dumps(key)}] = {recipe.controller};")
         scripts.append(f"window.kvvizPlayer.register({json.dumps(key)}, {json.dumps(_pack(rec.to_json()))}, "
                        f"{json.dumps(meta)}, {json.dumps(ids)}, {json.dumps(recipe.default)});")
     return doc, scripts, placed
@@ -286,10 +297,27 @@ def _copy_libraries(text: str, out: Path) -> None:
             shutil.copyfile(src, dest)
 
 
+# The stylesheets a page links (the lesson's, Panel's components'), as a page's text names them.
+STYLESHEET_RE = re.compile(r'((?:"url":|href=)"(?:\./)?(?:kvviz\.css|static/extensions/panel/css/[A-Za-z0-9_./-]+\.css))"')
+
+
+def version_stylesheets(text: str, version: str) -> str:
+    """Every stylesheet link of a page with `?v=version` (one that has a version keeps it): a
+    browser keeps them (kvviz/export/routes.py, deploy's nginx: cached when versioned), so a
+    button drawn again asks for none."""
+    return STYLESHEET_RE.sub(lambda m: f'{m.group(1)}?v={version}"', text)
+
+
+def stylesheet_version() -> str:
+    """What the stylesheets depend on: the lesson's own and Panel's version."""
+    h = hashlib.sha256(CSS_PATH.read_bytes() + pn.__version__.encode())
+    return h.hexdigest()[:12]
+
+
 def write_page(doc: Document, scripts: list[str], path: Path, title: str) -> None:
     # (the template adds the viewport tag: a phone lays the page out at its own width, not 980 px)
     pn.io.save.save(doc, str(path), resources=RESOURCES, title=title, template=NODE_PAGE_TEMPLATE)
-    text = _localise(path.read_text(encoding="utf-8"), path.parent)
+    text = version_stylesheets(_localise(path.read_text(encoding="utf-8"), path.parent), stylesheet_version())
     _copy_libraries(text, path.parent)
     player = f"<script>{PLAYER_JS}\n{''.join(scripts)}</script>"
     end = text.rindex("</body>")  # (the inlined libraries contain the string too)

@@ -4,10 +4,10 @@ recipe types each node's `recording.py` fills in (the export, kvviz/export/, rea
 Each recorded node's package has `recording.py` with a `recipe()`, named by its registry entry
 (`Node.recording`): its branches (set-ups whose every engine step is recorded, from the settled
 end back to the start), the branch the page opens on, its controls (each found in the page's
-Bokeh document by its label, acting on the player as `action`), the JavaScript controller that
-says what its own actions do (`controller`: an object of functions `(node, value) => ...` over
-the player's node: `go(branch, index)`, `play(on)`, its `meta` and `rec`), and the controls that
-need a live engine (`live_only`: shown disabled). The transport's actions are the player's own.
+Bokeh document by its label, acting on the player as `action`), what its own actions do, as
+data (`vars`, `branch`, `actions`: one generic player, kvviz/export/player.js, runs them; no
+node has JavaScript of its own), and the controls that need a live engine (`live_only`: shown
+disabled). The transport's actions are the player's own.
 """
 
 from __future__ import annotations
@@ -22,14 +22,38 @@ class Control:
     action: str  # what the player does: a transport action or one of the recipe's controller
 
 
+VALUE = "$value"  # in an `Effect.set`: the control's own value (a slider's number, a checkbox's state)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What one of a node's own actions does to the page's player, as data: the player's
+    variables change (`reset`: all back to their defaults; `set`: var -> a constant or VALUE;
+    `count`: one var counted up by one, at most `most`, the new branch shown from its first step
+    after the old one's end, as an added request starts live), then the branch the recipe's
+    `branch` template names is shown (at its end; `replay`: from its first state), playing if
+    `play`."""
+
+    reset: bool = False
+    set: dict = field(default_factory=dict)
+    count: str | None = None
+    most: int = 0
+    replay: bool = False
+    play: bool = False
+
+
 @dataclass(frozen=True)
 class Recipe:
     branches: dict  # key -> setup(state): the branch's settled end
     default: str
     controls: tuple[Control, ...] = ()
-    controller: str = "{}"  # a JavaScript object literal: action -> (node, value) => ...
+    # the player's variables (name -> default), the branch they name ("r{reserve}f{freed}"), and
+    # what each of the node's own actions does (action -> Effect)
+    vars: dict = field(default_factory=dict)
+    branch: str = ""
+    actions: dict = field(default_factory=dict)
     live_only: tuple[str, ...] = ()  # labels (buttons, inputs) disabled in the recording
-    meta: dict = field(default_factory=dict)  # facts the controller needs (e.g. adds per branch)
+    meta: dict = field(default_factory=dict)  # facts the player needs (e.g. which box is typed into)
     # the node's key action (the one a prediction is about): target branch -> (the branch it is
     # taken from, the action on the state); the page resolves a prediction from these outcomes
     keys: dict = field(default_factory=dict)

@@ -1,4 +1,4 @@
-const KEYS = {" ": "play", "ArrowRight": "step", "ArrowLeft": "back", "r": "reset", "R": "reset"};
+// The keys and their actions come from Python (kvviz/web/keyboard.py: KEYS).
 const EDITABLE = new Set(["INPUT", "TEXTAREA", "SELECT"]);
 // Controls that use keys themselves (arrows, space, letters), by ARIA role.
 const CONTROL_ROLES = new Set(["slider", "spinbutton", "textbox", "searchbox", "combobox", "listbox",
@@ -29,10 +29,13 @@ function nodeInView() {
 
 export function render({ model }) {
   const onKey = (event) => {
-    const action = KEYS[event.key];
+    const keys = model.keys || {};
+    const action = Object.prototype.hasOwnProperty.call(keys, event.key) ? keys[event.key] : null;
     if (!action || event.ctrlKey || event.metaKey || event.altKey || ownedByWidget(event)) return;
     event.preventDefault();  // (space would scroll the page)
-    model.send_msg({ action, node: nodeInView() });
+    if (model.played) {  // (a played page: its player acts, nothing is sent)
+      if (window.kvvizPlayer) window.kvvizPlayer.key(action, nodeInView());
+    } else model.send_msg({ action, node: nodeInView() });
   };
   document.addEventListener("keydown", onKey);
   model.on("remove", () => document.removeEventListener("keydown", onKey));

@@ -15,10 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import param
 from panel.custom import JSComponent
 
 from kvviz.web.js_source import js_source
 
+# The shortcuts, declared once: the browser reads them from the component (keyboard.js), in the
+# live lesson and on the played page alike.
+KEYS = {" ": "play", "ArrowRight": "step", "ArrowLeft": "back", "r": "reset", "R": "reset"}
 ACTIONS = ("play", "step", "back", "reset")
 
 
@@ -26,11 +30,15 @@ _ESM = js_source(__file__, "find_sections.js", "keyboard.js")
 
 
 class Keyboard(JSComponent):
-    """Sends shortcut keys to `handler(action, node_or_None)`."""
+    """Sends shortcut keys to `handler(action, node_or_None)`; on a played page (`played`), to
+    the page's player (kvviz/export/player.js: `key`), which acts as the node's own buttons do."""
+
+    keys = param.Dict(default=KEYS, constant=True, doc="key -> action")
+    played = param.Boolean(default=False, constant=True, doc="the page has no server: the player acts")
 
     _esm = _ESM
 
-    def __init__(self, handler: Callable[[str, str | None], None], **params):
+    def __init__(self, handler: Callable[[str, str | None], None] | None = None, **params):
         super().__init__(**params)
         self._handler = handler  # a plain attribute: not synced to the browser
 
@@ -38,5 +46,5 @@ class Keyboard(JSComponent):
         if not isinstance(msg, dict):
             return
         action, node = msg.get("action"), msg.get("node")
-        if action in ACTIONS:
+        if action in ACTIONS and self._handler is not None:
             self._handler(action, node if isinstance(node, str) else None)

@@ -268,3 +268,98 @@ def test_on_a_phone_the_recorded_lesson_is_laid_out_at_the_phones_width(browser,
         if (m.type === "Figure" && m.renderers.some((r) => "x_n" in r.data_source.data)) return m.x_range.end - m.x_range.start; }""")
     assert per_row == 8
     context.close()
+
+
+# -- issue 28: the page students open is the whole lesson, equal to the live one -------------
+def _paging_step(page) -> int:
+    return int(page.locator('.kv-step[data-node="paging"] b').inner_text())
+
+
+def test_node_02_draws_its_block_table_when_the_page_opens(page, recorded):
+    """The page table's logical pages are there at once (the recorded state is a reset one, as a
+    new live page is: its first request's table drawn)."""
+    open_lesson(page, recorded)
+    paged = page.locator('.kv-pagetable-text[data-pool="paged"]')
+    expect(paged).to_contain_text("R1 in the paged pool: page 0 → block")
+    pages = page.evaluate("""() => { for (const m of Bokeh.documents[0].all_models) {
+        const d = m.data; if (d && d.info && d.label && Array.from(d.info).some((i) => String(i).startsWith('logical page')))
+          return Array.from(d.label).filter((x) => x).length; } return 0; }""")
+    assert pages > 0
+
+
+def test_scripted_actions_send_no_request_of_any_kind(page, recorded):
+    """Node 02's Add request (which redraws its Block table select), Rewind, Step, node 01's and
+    03's controls: played in the page, with not one request (no engine call, no icon, no
+    stylesheet asked again), and every Step changes the step."""
+    traffic = open_lesson(page, recorded)
+    page.get_by_role("button", name="Free R2").first.click()  # (each component drawn once: its
+    page.get_by_role("button", name="Reset").first.click()  # stylesheets are fetched then, once)
+    settled(page)
+    sent = len(traffic["requests"])
+    add = page.get_by_role("button", name="Add request").first
+    for _ in range(2):
+        add.click()
+        page.wait_for_timeout(300)
+    page.get_by_role("button", name="⟲ Rewind").nth(1).click()  # (stops the Play an Add started)
+    expect(page.locator('.kv-step[data-node="paging"]')).to_contain_text("step 0")
+    for n in range(1, 4):
+        page.get_by_role("button", name="Step ▶").nth(1).click()
+        expect(page.locator('.kv-step[data-node="paging"]')).to_contain_text(f"step {n}")
+    page.get_by_role("button", name="Free R2").first.click()
+    page.get_by_role("checkbox", name="Prefix sharing").check()
+    expect(metric(page, "BLOCKS STORED")).to_have_text("18 blk")
+    page.wait_for_timeout(800)  # (the address bar is written at most twice a second)
+    assert traffic["requests"][sent:] == [] and traffic["ws"] == []
+    assert not page.evaluate("window.kvvizPlayer.nodes.paging.branch").startswith("live")
+    assert page.kv_errors == []
+
+
+def test_a_typed_prompt_is_what_add_request_adds(page, recorded):
+    """Typing a prompt, then clicking Add request (not Enter): the server runs that prompt."""
+    traffic = open_lesson(page, recorded)
+    box = page.get_by_role("textbox", name=re.compile("Prompt")).first
+    box.fill("Pages of my own")
+    page.get_by_role("button", name="Add request").first.click()
+    expect(page.locator(".kv-live-note").first).to_contain_text("Live", timeout=LIVE_MS)
+    asked = [u for u in traffic["requests"] if "/lesson-live?" in u]
+    assert len(asked) == 1 and "Pages+of+my+own" in asked[0].replace("%20", "+")
+    expect(page).to_have_url(re.compile(r"add=Pages"))
+
+
+def test_the_shortcut_keys_drive_the_node_in_view(page, recorded):
+    traffic = open_lesson(page, recorded)
+    page.locator('.kv-step[data-node="paging"]').scroll_into_view_if_needed()
+    settled(page)
+    sent = len(traffic["requests"])
+    page.keyboard.press("r")
+    page.keyboard.press("ArrowLeft")
+    before = _paging_step(page)
+    page.keyboard.press("ArrowLeft")
+    expect(page.locator('.kv-step[data-node="paging"] b')).to_have_text(str(before - 1))
+    page.keyboard.press("ArrowRight")
+    expect(page.locator('.kv-step[data-node="paging"] b')).to_have_text(str(before))
+    page.keyboard.press(" ")
+    expect(page.locator('.kv-step[data-node="paging"]')).to_contain_text("playing")
+    expect(page.get_by_role("button", name="❚❚ Pause")).to_have_count(1)
+    expect(page.locator('.kv-step[data-node="paging"]')).to_contain_text("idle", timeout=20_000)
+    expect(page.get_by_role("button", name="❚❚ Pause")).to_have_count(0)
+    assert traffic["requests"][sent:] == []
+
+
+def test_a_link_it_cannot_read_says_so(page, recorded):
+    """As the live lesson does: a malformed parameter falls back to its default, in words."""
+    open_lesson(page, recorded, "?reserve=banana")
+    expect(page.locator(".kv-url-notice").first).to_contain_text("reserve", timeout=LIVE_MS)
+
+
+def test_the_page_is_the_whole_lesson_in_its_frame(page, recorded):
+    """Title (the page's h1), intro, the three ideas, every node, the closing summary and what to
+    read next, in the page's main landmark; the provenance is one line at its foot."""
+    open_lesson(page, recorded)
+    expect(page.get_by_role("heading", level=1)).to_have_text("Managing the KV cache")
+    assert page.locator("main").count() == 1
+    order = [page.locator(sel).first.bounding_box()["y"] for sel in (
+        "h1", ".kv-intro", ".kv-nav", ".kv-node-fragmentation", ".kv-summary", ".kv-next", ".kv-recording")]
+    assert order == sorted(order)
+    expect(page.locator(".kv-next")).to_contain_text("quantization")
+    assert page.locator('link[rel="icon"]').get_attribute("href").startswith("data:")

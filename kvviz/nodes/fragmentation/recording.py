@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from kvviz.nodes.fragmentation import text
 from kvviz.nodes.fragmentation.state import FragmentationState
-from kvviz.nodes.recipe import TRANSPORT, Control, Recipe, fresh
-
-CONTROLLER = """{
-  reserve(n, v) { n.reserve = v; n.go(`r${v}f${n.freed ? 1 : 0}`); },
-  free_r2(n) { n.freed = true; n.go(`r${n.reserve}f1`); },
-  reset(n) { n.freed = false; n.reserve = n.meta.default_reserve; n.go(`r${n.reserve}f0`); },
-  restore(n, branch) { const m = /^r(\\d+)f([01])$/.exec(branch); n.reserve = Number(m[1]); n.freed = m[2] === "1"; },
-}"""
+from kvviz.nodes.recipe import TRANSPORT, VALUE, Control, Effect, Recipe, fresh
 
 
 def _branch(reserve: int, freed: bool):
@@ -31,6 +24,8 @@ def recipe() -> Recipe:
         default=f"r{default}f0",
         controls=(Control("slider", text.RESERVE_LABEL, "reserve"), Control("button", "Free R2", "free_r2"),
                   Control("button", "Reset", "reset"), *TRANSPORT),
-        controller=CONTROLLER, meta={"default_reserve": default, "reserve": default},
+        vars={"reserve": default, "freed": 0}, branch="r{reserve}f{freed}",
+        actions={"reserve": Effect(set={"reserve": VALUE}), "free_r2": Effect(set={"freed": 1}),
+                 "reset": Effect(reset=True)},
         keys={f"r{r}f1": (f"r{r}f0", lambda s: s.free_r2()) for r in range(lo, hi + 1)},
     )

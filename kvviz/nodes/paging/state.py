@@ -91,6 +91,7 @@ class PagingState(NodeState):
     def reset(self) -> None:
         self.scenario = fresh(PagingScenario)
         self._awaited = None
+        self.request = None  # (the first request's block table is drawn again, as on a new page)
         self._refresh("Back to the lesson's starting point.", playing=False,
-                      prompt=self.scenario.next_request()[0], request=None, predicted=None,
+                      prompt=self.scenario.next_request()[0], predicted=None,
                       verdict_shown=False)

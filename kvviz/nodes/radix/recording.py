@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from kvviz.nodes.radix import text
 from kvviz.nodes.radix.state import RadixState
-from kvviz.nodes.recipe import TRANSPORT, Control, Recipe, fresh
-
-CONTROLLER = """{
-  sharing(n, on) { n.go(on ? "s1" : "s0"); },
-  reset(n) { n.go("s0"); },
-}"""
+from kvviz.nodes.recipe import TRANSPORT, VALUE, Control, Effect, Recipe, fresh
 
 
 def _branch(sharing: bool):
@@ -24,8 +19,9 @@ def recipe() -> Recipe:
         branches={"s0": _branch(False), "s1": _branch(True)},
         default="s0",
         controls=(Control("checkbox", RadixState.param.sharing.label, "sharing"), Control("button", "Reset", "reset"), *TRANSPORT),
-        controller=CONTROLLER,
+        vars={"sharing": 0}, branch="s{sharing}",
+        actions={"sharing": Effect(set={"sharing": VALUE}), "reset": Effect(reset=True)},
         live_only=(text.QUESTION_LABEL, "Add request", "Release oldest", "Fill the pool"),
-        meta={"typed": {"param": "op", "prefix": "ask:", "drop": ["op_gap"]}},
+        meta={"typed": {"param": "op", "prefix": "ask:", "drop": ["op_gap"], "button": "Add request"}},
         keys={"s1": ("s0", lambda s: setattr(s, "sharing", True))},
     )

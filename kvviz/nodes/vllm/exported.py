@@ -9,12 +9,8 @@ Sending questions needs a vLLM: those controls are hidden in recording mode, and
 
 from __future__ import annotations
 
-from kvviz.nodes.recipe import Control, Recipe
+from kvviz.nodes.recipe import Control, Effect, Recipe
 from kvviz.nodes.vllm import text
-
-CONTROLLER = """{
-  replay(n) { n.go("r", 0); n.play(true); },
-}"""
 
 
 def _end(state) -> None:
@@ -26,6 +22,6 @@ def recipe() -> Recipe:
         branches={"r": _end},
         default="r",
         controls=(Control("button", "▶ Replay the recording", "replay"),),
-        controller=CONTROLLER,
+        branch="r", actions={"replay": Effect(replay=True)},
         live_only=(text.QUESTION_LABEL, "Send to vLLM", "Send the lesson's four questions"),
     )
