@@ -186,16 +186,15 @@ class HandIn:
 
 def _merged_items(older: tuple[ItemT, ...], newer: tuple[ItemT, ...], key: Callable[[ItemT], tuple[str, str]],
                   said: Callable[[ItemT], str]) -> tuple[ItemT, ...]:
-    """`older`'s items and then `newer`'s, one per `key(item)`: a later item replaces an earlier
-    one of the same key (and moves to the end, so the list runs oldest to newest), unless it says
-    nothing (`said(item)` empty) where the earlier one said something. The newest MAX_ITEMS."""
+    """`older`'s items and then `newer`'s, one per question (`key(item)`): its newest item, a
+    later one replacing an earlier one and moving to the end, so the list runs from the oldest
+    answer to the newest; the newest MAX_ITEMS. An item that says nothing (`said(item)` empty)
+    holds no answer: it is left out, and so never replaces one."""
     merged: dict[tuple[str, str], ItemT] = {}
     for item in (*older, *newer):
-        k = key(item)
-        if k in merged and said(merged[k]) and not said(item):
-            continue
-        merged.pop(k, None)
-        merged[k] = item
+        if said(item):
+            merged.pop(key(item), None)
+            merged[key(item)] = item
     return tuple(merged.values())[-MAX_ITEMS:]
 
 
@@ -213,8 +212,8 @@ def check_key(c: HandInCheck) -> tuple[str, str]:
 
 def merge(older: HandIn, newer: HandIn) -> HandIn:
     """What a student has handed in once `newer` arrives after `older` (the same student): nothing
-    is lost. Predictions and self-checks: every question either holds, the newest answer to each
-    (an unanswered item never replaces an answered one), the newest MAX_ITEMS when there are more.
+    is lost. Predictions and self-checks: every question either answered, with the newest answer
+    to each (an item with nothing said is left out), the newest MAX_ITEMS when there are more.
     The written answer and the name: the newer unless it is empty. The state link: the newer's
     (where the student last was; '' is the lesson's defaults). The metric cards: per node, the
     newer's (the newer's alone if together they would be too big). The times and the count are
