@@ -132,8 +132,9 @@ def test_the_endpoint_takes_an_answer_and_self_checks_and_merges_them(db):
     stored = db.get(ID)
     assert (stored.answer, [c.key for c in stored.checks], by_question(stored)) == (
         "It pages.", ["gap_after_free"], {("radix", "How many?"): "9"})
+    endpoint._LIMITS.clear()
     status, _ = endpoint.hand_in(json.dumps({"student_id": ID, "name": "Ada", "checks": "not a list"}).encode())
-    assert status == 429  # (the same student's rate limit)
+    assert status == 200 and [c.key for c in db.get(ID).checks] == ["gap_after_free"]  # (read as none: kept)
 
 
 # -- merging in the store --------------------------------------------------------------------------
