@@ -1,9 +1,12 @@
 """A hand-in in one request, with no Panel session: `POST /lesson-handin` (kvviz/export/routes.py).
 
 The recorded lesson (played in the browser) sends what the student did there as JSON:
-`{"student_id", "name", "predictions": [...], "query": "?..."}`. Every field is cleaned and
+`{"student_id", "name", "predictions": [...], "query": "?..."}`, and optionally `"answer"` and
+`"checks": [...]` (Explain it back's written answer and self-checks). Every field is cleaned and
 capped by `HandIn.make` (as the live boxes' hand-ins are), the same per-student rate limit
-applies (one every 3 s, 30 in all, per process), and the same store takes it. The answer is
+applies (one every 3 s, 30 in all, per process), and the same store takes it, merging it with
+what the same student id handed in before, here or from the live page (`model.merge`: a hand-in
+without an answer or self-checks keeps the earlier ones). The answer is
 JSON: `{"ok": bool, "message": a sentence for the student}`; nothing is ever rendered as HTML.
 """
 
@@ -43,9 +46,10 @@ def hand_in(body: bytes) -> tuple[int, dict]:
         return 400, {"ok": False, "message": "That hand-in could not be read: reload the page and try again."}
     if not isinstance(data, dict):
         return 400, {"ok": False, "message": "That hand-in could not be read: reload the page and try again."}
-    predictions = data.get("predictions")
+    predictions, checks = data.get("predictions"), data.get("checks")
     try:
         h = HandIn.make(data.get("student_id"), data.get("name"), answer=data.get("answer", ""),
+                        checks=checks if isinstance(checks, list) else [],
                         predictions=predictions if isinstance(predictions, list) else [],
                         query=data.get("query", ""))
     except ValueError as e:

@@ -15,6 +15,7 @@ import json
 import re
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import ClassVar, Self, TypeVar
 
@@ -181,6 +182,51 @@ class HandIn:
         """(right, judged) over 'checks' or 'predictions' (an item with right=None is not judged)."""
         judged = getattr(self, which)
         return sum(i.right is True for i in judged), sum(i.right is not None for i in judged)
+
+
+def _merged_items(older: tuple[ItemT, ...], newer: tuple[ItemT, ...], key: Callable[[ItemT], tuple[str, str]],
+                  said: Callable[[ItemT], str]) -> tuple[ItemT, ...]:
+    """`older`'s items and then `newer`'s, one per question (`key(item)`): its newest item, a
+    later one replacing an earlier one and moving to the end, so the list runs from the oldest
+    answer to the newest; the newest MAX_ITEMS. An item that says nothing (`said(item)` empty)
+    holds no answer: it is left out, and so never replaces one."""
+    merged: dict[tuple[str, str], ItemT] = {}
+    for item in (*older, *newer):
+        if said(item):
+            merged.pop(key(item), None)
+            merged[key(item)] = item
+    return tuple(merged.values())[-MAX_ITEMS:]
+
+
+def prediction_key(p: HandInPrediction) -> tuple[str, str]:
+    """A prediction's question: its node and its exact text (the text carries the state's numbers,
+    so two states ask two questions), as the class pulse groups them."""
+    return p.node, p.question
+
+
+def check_key(c: HandInCheck) -> tuple[str, str]:
+    """A self-check's question: its key (Explain it back keeps one answer per key), or its text
+    for a check handed in without a key (an older format)."""
+    return (c.key, "") if c.key else ("", c.question)
+
+
+def merge(older: HandIn, newer: HandIn) -> HandIn:
+    """What a student has handed in once `newer` arrives after `older` (the same student): nothing
+    is lost. Predictions and self-checks: every question either answered, with the newest answer
+    to each (an item with nothing said is left out), the newest MAX_ITEMS when there are more.
+    The written answer and the name: the newer unless it is empty. The state link: the newer's
+    (where the student last was; '' is the lesson's defaults). The metric cards: per node, the
+    newer's (the newer's alone if together they would be too big). The times and the count are
+    left to the storage (`older`'s creation time is kept)."""
+    metrics = {**older.metrics, **newer.metrics}
+    if len(compact(metrics)) > MAX_METRICS:
+        metrics = newer.metrics or older.metrics
+    return HandIn(student_id=newer.student_id, name=newer.name or older.name,
+                  answer=newer.answer or older.answer,
+                  checks=_merged_items(older.checks, newer.checks, check_key, lambda c: c.typed),
+                  predictions=_merged_items(older.predictions, newer.predictions, prediction_key,
+                                            lambda p: p.predicted),
+                  query=newer.query, metrics=metrics, created_at=older.created_at)
 
 
 def validate(h: HandIn) -> HandIn:

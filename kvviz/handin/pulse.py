@@ -3,7 +3,9 @@ what the engine did, so a teacher can show the class its own spread before revea
 
 Plain data, no HTML (pulse_html.py draws it). A question is a node's prediction or a self-check,
 grouped by its node (or check) and its exact text (the text carries the state's numbers, so two
-states ask two questions). Each student counts once per question: their last prediction of it.
+states ask two questions). Each student counts once per question: their latest answer to it (the
+store keeps one hand-in per student, every later one merged in, one item per question: model.merge;
+within a list, the last item of a question counts).
 With `reveal` off nothing here depends on the engine's outcome (not the values, not their order,
 not which are lumped together), so a hidden answer cannot be read off the chart.
 """

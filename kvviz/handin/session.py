@@ -5,7 +5,8 @@
 The explain node's box and each node's prediction panel (kvviz/handin/view.py) are views of it:
 the display name typed in any of them, the browser's student id, the rate limit and the last
 status line are kept here once, so whichever box is built first works alone and every box hands
-in the same whole-session hand-in (kvviz/handin/collect.py), updating the same stored row. No
+in the same whole-session hand-in (kvviz/handin/collect.py), merged into the same stored row
+(with whatever the student handed in from the recorded page too: `model.merge`). No
 Panel here (param and the storage only).
 """
 
@@ -24,7 +25,7 @@ log = logging.getLogger("kvviz.handin")
 
 
 def confirmation(h: HandIn) -> str:
-    again = f" (hand-in {h.submissions}: it replaces the one before)" if h.submissions > 1 else ""
+    again = f" (hand-in {h.submissions}: added to what you handed in before)" if h.submissions > 1 else ""
     return f"Handed in at {when(h.updated_at)[11:]} as “{h.name}”{again}. Your teacher can see it now."
 
 

@@ -1,7 +1,7 @@
 """The class's hand-ins in one database that every server process, on every machine, writes to.
 
     store = Store(db_path())          # KVVIZ_DB: a file (default ./kvviz-class.db) or postgresql://...
-    store.save(HandIn.make(...))      # insert, or update the same student's hand-in
+    store.save(HandIn.make(...))      # insert, or merge into the same student's earlier hand-ins
     store.revision()                  # bumped by every write: what the teacher page polls
     store.handins()                   # newest first
     store.clear(up_to=revision)       # delete what the teacher had seen
@@ -13,7 +13,10 @@ SQLite `BEGIN IMMEDIATE`; on PostgreSQL the row lock of the revision counter, wh
 updates first), so writes from any number of processes and machines are serialized: none is
 lost, none doubled, and the count of a class is checked against MAX_HANDINS under the lock. A
 hand-in is validated again (`model.validate`) before every write, and every value is a bound
-parameter. Committed is durable (SQLite synchronous=FULL, PostgreSQL's own commit).
+parameter. A student's later hand-in merges into their row under that same lock (`model.merge`:
+predictions and self-checks by question, the newest answer to each winning; an empty answer or
+name never erases one), so a hand-in from the recorded page and one from the live page add up
+whatever order, process or machine they come through. Committed is durable (SQLite synchronous=FULL, PostgreSQL's own commit).
 
 Each process has its own engine (made on first use; a forked child makes its own, leaving the
 parent's connections alone). A SQLite file is created on first write, readable by its owner
@@ -45,7 +48,16 @@ from kvviz.handin.database import (
     server_url,
     sqlite_file,
 )
-from kvviz.handin.model import MAX_HANDINS, HandIn, HandInCheck, HandInPrediction, compact, items, validate
+from kvviz.handin.model import (
+    MAX_HANDINS,
+    HandIn,
+    HandInCheck,
+    HandInPrediction,
+    compact,
+    items,
+    merge,
+    validate,
+)
 from kvviz.handin.schema import FIELDS, REVISION, handins, meta
 
 db_path = location  # KVVIZ_DB: a postgresql:// URL (str), else an absolute file path (Path)
@@ -136,23 +148,28 @@ class Store:
 
     # -- writes ----------------------------------------------------------------------------------
     def save(self, h: HandIn, now: float | None = None) -> HandIn:
-        """Insert or update `h` (by student id); returns it as stored (times, submissions).
-        ValueError for an invalid hand-in, StoreFull when the class is full."""
+        """Add `h` to what its student handed in before (`model.merge`: nothing is lost, the newest
+        answer to each question wins), or store it as their first; returns what is stored now
+        (merged, with its times and submissions). ValueError for an invalid hand-in, StoreFull
+        when the class is full."""
         h = validate(h)
         now = time.time() if now is None else now
-        fields = (h.name, h.answer, compact([c.to_json() for c in h.checks]),
-                  compact([p.to_json() for p in h.predictions]), h.query, compact(h.metrics))
 
         def body(c: Connection) -> HandIn:
-            rev = _bump(c)  # first: the write lock
+            rev = _bump(c)  # first: the write lock, held until the commit (the read below included)
             mine = handins.c.student_id == h.student_id
-            old = c.execute(sa.select(handins.c.created_at, handins.c.submissions).where(mine)).first()
+            found = c.execute(sa.select(*_columns()).where(mine)).first()
+            old = _handin(found) if found is not None else None
             if old is None and c.execute(sa.select(sa.func.count()).select_from(handins)).scalar_one() >= MAX_HANDINS:
                 raise StoreFull(f"The class already has {MAX_HANDINS} hand-ins: ask the teacher.")
-            created, count = (old[0], old[1] + 1) if old else (now, 1)
+            m = merge(old or HandIn(h.student_id, h.name), h)  # (one item per question from the first)
+            merged = HandIn.make(m.student_id, m.name, m.answer, m.checks, m.predictions, m.query, m.metrics)
+            created, count = (old.created_at, old.submissions + 1) if old else (now, 1)
+            fields = (merged.name, merged.answer, compact([i.to_json() for i in merged.checks]),
+                      compact([p.to_json() for p in merged.predictions]), merged.query, compact(merged.metrics))
             row = {**dict(zip(FIELDS, (h.student_id, *fields, created, now, count), strict=True)), "rev": rev}
             c.execute(sa.insert(handins).values(row) if old is None else sa.update(handins).where(mine).values(row))
-            return dataclasses.replace(h, created_at=created, updated_at=now, submissions=count)
+            return dataclasses.replace(merged, created_at=created, updated_at=now, submissions=count)
 
         return self._write(body)
 

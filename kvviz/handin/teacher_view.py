@@ -39,8 +39,8 @@ ONLY = {False: "Pulse only (for the projector)", True: "Show the hand-ins too"}
 
 TITLE_HTML = (
     '<div class="kv-t-title"><h1>Your class</h1><p>Students hand in from the lesson\'s '
-    '<b>Explain it back</b> node, or under any node\'s answered prediction: each student\'s latest '
-    'hand-in of the whole lesson appears here as it arrives.</p></div>'
+    '<b>Explain it back</b> node, or under any node\'s answered prediction: everything each student '
+    'handed in appears here as it arrives, with their latest answer to each question.</p></div>'
 )
 
 

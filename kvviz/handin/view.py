@@ -49,7 +49,8 @@ INTRO = (
     '<div class="kv-h-intro"><div class="kv-h-title">Hand it in to your teacher</div>'
     "<p>Your teacher sees your name, your answer, your self-checks and predictions, and this exact "
     "state of the lesson (a link that reopens it). No other student can see it. Hand in again at any "
-    "time: it replaces your last hand-in.</p></div>"
+    "time: it adds to what you handed in before, and your teacher sees your latest answer to each "
+    "question.</p></div>"
 )
 
 
