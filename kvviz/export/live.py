@@ -47,10 +47,12 @@ from bokeh.document.events import (
 from panel.io.state import set_curdoc
 
 from kvviz import urlstate
+from kvviz.export import checks
 from kvviz.export.record import Values, encode, initial_values
 from kvviz.export.site import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
 from kvviz.lesson import Lesson
 from kvviz.nodes import BY_KEY
+from kvviz.nodes.explain.checks import CHECKS
 from kvviz.nodes.recipe import Recipe, fresh
 from kvviz.timeline import eager_snapshots
 
@@ -186,6 +188,7 @@ class Frames:
             steps.append(state.step_count)
 
         link = urlencode(url.query(state)) if url is not None else ""
+        facts = checks.facts_of(self.lesson.states["explain"], self.key)  # (Explain it back's, at its end)
         visit()
         while state.step_count > start and state.step_back():
             visit()
@@ -195,7 +198,22 @@ class Frames:
         return {"node": self.key, "n": n, "from": min(start, steps[0]),
                 "props": [[self.place[mid], attr] for mid, attr in order[n:]],
                 "values": stored.values, "rows": [[row[p] for p in order] for row in rows], "steps": steps,
-                "link": link, "notices": notices}
+                "link": link, "notices": notices, "facts": facts}
+
+    def check(self, query: str, key: str) -> dict:
+        """Explain it back's self-check `key` about this node at the link `query`'s state (a run
+        the student made, which no recording holds): its question, the engine's answer, and the
+        node's facts. (One at a time per process: the caller holds the lock.)"""
+        found = next((c for c in CHECKS if c.key == key and c.node == self.key), None)
+        if found is None:
+            raise FrameError("There is no such self-check about this node.")
+        parsed = urlstate.parse(_multi(query))
+        url = BY_KEY[self.key].url
+        fresh(self.state)
+        if url is not None:
+            url.restore(self.state, parsed.links[self.key], [])
+        explain = self.lesson.states["explain"]
+        return {"node": self.key, "asked": checks.asked_of(explain, self.key), "facts": checks.facts_of(explain, self.key)}
 
 
 def _multi(query: str) -> dict[str, list[str]]:
@@ -248,7 +266,8 @@ class Service:
             key, link, act, value, extra, start = self.parse(query)
         except FrameError as e:
             return 400, gz({"ok": False, "message": str(e)})
-        cache_key = (key, link, act, value, tuple(extra), start)
+        check = dict(parse_qsl(query)).get("check")
+        cache_key = (key, link, act, value, tuple(extra), start, check)
         with self.lock:
             if cache_key in self.kept:
                 self.kept.move_to_end(cache_key)
@@ -257,7 +276,9 @@ class Service:
             # (the current document: one with no session, so that every figure redraws at once and
             # no session's document, nor its stylesheets, is taken for this one)
             with self.engine, set_curdoc(_NO_SESSION):
-                body = gz({"ok": True, **self._frames(key).branch(link, act, value, extra, start)})
+                frames = self._frames(key)
+                answer = frames.check(link, check[:40]) if check else frames.branch(link, act, value, extra, start)
+                body = gz({"ok": True, **answer})
         except FrameError as e:
             return 400, gz({"ok": False, "message": str(e)})
         with self.lock:

@@ -107,6 +107,8 @@
       this.branch = branch;
       this.index = index === undefined ? rows.length - 1 : Math.max(0, Math.min(index, rows.length - 1));
       this.show();
+      const checks = window.kvvizPlayer && window.kvvizPlayer.checks; // (checks.js: Explain it back)
+      if (checks) checks.refresh();
     }
 
     show() {
@@ -467,6 +469,8 @@
       }
       this.lives += 1;
       const key = `live${this.lives}`;
+      const checks = window.kvvizPlayer.checks;
+      if (checks && data.facts) checks.live(this.name, key, data.facts);
       rec.branches[key] = before.concat(rows);
       rec.steps[key] = steps.concat(data.steps);
       rec.links[key] = data.link;
@@ -543,6 +547,7 @@
       const q = currentQuery(false).toString();
       const body = { student_id: id, name: box.querySelector(".kv-handin-name").value,
                      predictions: this.predictions(), query: q ? `?${q}` : "" };
+      if (this.checks) Object.assign(body, { checks: this.checks.handed(), answer: this.checks.answer() });
       button.disabled = true;
       try {
         const r = await fetch(config.handin, { method: "POST", headers: { "Content-Type": "application/json" },

@@ -35,12 +35,14 @@ from bokeh.resources import Resources
 from bokeh.util.paths import bokehjs_path
 
 from kvviz import page_text
+from kvviz.export import checks
 from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
 from kvviz.export.recipes import recipes
 from kvviz.export.record import Recording, record
-from kvviz.lesson import CSS_PATH, NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening
+from kvviz.lesson import NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening
 from kvviz.nodes import BY_KEY, LIVE, NODES
 from kvviz.nodes.recipe import TRANSPORT, Recipe
+from kvviz.web import stylesheet
 from kvviz.web.keyboard import Keyboard
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,17 +76,19 @@ SERVED_FRAMES = "../lesson-live"  # (kvviz/export/live.py: what no recording hol
 FRAMES_FILE = "frames.json"  # each node's recorded properties, for live.py
 
 
-# The served lesson's last sections run live (they need the server): links carry the states reached.
-LIVE_LINKS_HTML = f"""<section class="kv-live-links" aria-label="Live sections">
+# Node 04 on a served page: it watches a live vLLM, so it runs live (its link carries nothing).
+NODE_04_HTML = f"""<section class="kv-live-links" aria-label="Node {html.escape(BY_KEY["vllm"].number)}">
 <div class="kv-node-vllm"><h2>{html.escape(BY_KEY["vllm"].number)} · {html.escape(BY_KEY["vllm"].title)}</h2>
 <p>The same ideas inside a real production engine, vLLM, watched live (or its recording, where no vLLM runs).
 <a class="kv-live-link" href="{SERVED_LIVE}?node=vllm">Open node {html.escape(BY_KEY["vllm"].number)}</a></p></div>
-<div class="kv-node-explain"><h2>{html.escape(BY_KEY["explain"].number)} · {html.escape(BY_KEY["explain"].title)}</h2>
-<p>Explain the ideas back in your own words, check yourself, and hand it in to your teacher: it runs live, with the
-states you reached above. <a class="kv-live-link" href="{SERVED_LIVE}?node=explain"
-onclick="this.href='{SERVED_LIVE}?node=explain&amp;' + window.kvvizPlayer.query()">Open Explain it back</a></p></div>
-<h2>Hand in your predictions</h2>
-<div class="kv-handin-played"><p>Your teacher sees what you predicted above, and the state you reached.</p>
+</section>"""
+
+# The page's hand-in, under Explain it back: the answer, the self-checks and every prediction
+# made on the page, with the state reached, in one request (player.js: handIn).
+HANDIN_HTML = """<section class="kv-live-links" aria-label="Hand in">
+<h2>Hand in to your teacher</h2>
+<div class="kv-handin-played"><p>Your teacher sees your answer, your self-checks and what you predicted above,
+and the state you reached. Hand in again later: it adds to what you handed in before.</p>
 <label>Your name <input class="kv-handin-name" type="text" maxlength="60" autocomplete="nickname"></label>
 <button type="button" class="kv-handin-send" onclick="window.kvvizPlayer.handIn(this)">Hand in</button>
 <span class="kv-handin-status" role="status"></span></div>
@@ -202,18 +206,24 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
     disabled). `walked`: the nodes already recorded by an earlier page of this export (reused:
     put at their default state, not walked again), and where this page's walks are added."""
     lesson, plan = Lesson({}), recipes()
-    spare = Lesson({}) if served else None  # (states with no view: predictions are resolved on them)
+    # (states with no view: predictions are resolved on them, self-checks answered)
+    spare = Lesson({}) if served or "explain" in keys else None
     # Each node's view (with, under its controls, the line that says when the server ran something live)
     views = {k: node_column(lesson, k) for k in keys}
     notes = pn.pane.HTML(note_html(facts, live_url, served), sizing_mode="stretch_width",
                          css_classes=["kv-prose", "kv-provenance"])
     whole = len(keys) > 1  # (the whole lesson: in its frame, as the live page has it)
-    after = ([pn.pane.HTML(LIVE_LINKS_HTML, sizing_mode="stretch_width", css_classes=["kv-prose"])]
-             if served and whole else [])
+    prose = {"sizing_mode": "stretch_width", "css_classes": ["kv-prose"]}
+    parts = [*(opening(heading=True) if whole else [])]
+    for k in keys:
+        if k == "explain" and served and whole:
+            parts.append(pn.pane.HTML(NODE_04_HTML, **prose))
+        parts.append(views[k])
+        if k == "explain":
+            parts.append(pn.pane.HTML(HANDIN_HTML, **prose))
     # (the shortcut keys, acted on by the page's player: kvviz/web/keyboard.py)
     keys_pane = Keyboard(played=True, height=0, width=0, margin=0)
-    layout = pn.Column(*(opening(heading=True) if whole else []), *[views[k] for k in keys], *after,
-                       *(closing() if whole else []), notes, keys_pane,
+    layout = pn.Column(*parts, *(closing() if whole else []), notes, keys_pane,
                        sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
     doc = Document()
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)
@@ -222,8 +232,11 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
     placed: dict[str, list] = {}
     for key in keys:
         recipe: Recipe | None = plan.get(key)
-        if recipe is None:  # explain it back: nothing to replay, nothing to type into
-            disable(doc.models, {m.title for m in doc.models if hasattr(m, "title") and isinstance(m.title, str)})
+        if recipe is None:  # explain it back: its self-checks answered from the recorded runs
+            mine = doc.get_model_by_id(_by_class(doc, f"kv-recorded-{key}")).references()
+            parts_ids = checks.wire(mine)
+            scripts.append(f"window.kvvizPlayer.checks.setup({json.dumps(checks.meta(spare.states, plan))}, "
+                           f"{json.dumps(parts_ids)});")
             continue
         state = lesson.states[key]
 
@@ -310,7 +323,7 @@ def version_stylesheets(text: str, version: str) -> str:
 
 def stylesheet_version() -> str:
     """What the stylesheets depend on: the lesson's own and Panel's version."""
-    h = hashlib.sha256(CSS_PATH.read_bytes() + pn.__version__.encode())
+    h = hashlib.sha256(b"".join((ROOT / name).read_bytes() for name in stylesheet.STYLESHEETS) + pn.__version__.encode())
     return h.hexdigest()[:12]
 
 
@@ -318,8 +331,10 @@ def write_page(doc: Document, scripts: list[str], path: Path, title: str) -> Non
     # (the template adds the viewport tag: a phone lays the page out at its own width, not 980 px)
     pn.io.save.save(doc, str(path), resources=RESOURCES, title=title, template=NODE_PAGE_TEMPLATE)
     text = version_stylesheets(_localise(path.read_text(encoding="utf-8"), path.parent), stylesheet_version())
+    # (a stylesheet the live page has from Panel's /components/ route: copied beside the pages)
+    text = text.replace(stylesheet.ROUTE + "assets/", "")
     _copy_libraries(text, path.parent)
-    player = f"<script>{PLAYER_JS}\n{''.join(scripts)}</script>"
+    player = f"<script>{PLAYER_JS}\n{checks.CHECKS_JS}\n{''.join(scripts)}</script>"
     end = text.rindex("</body>")  # (the inlined libraries contain the string too)
     text = text[:end] + player + "\n" + text[end:]
     path.write_text(text, encoding="utf-8")
@@ -333,7 +348,8 @@ def export(out: Path, live_url: str | None = None, only: list[str] | None = None
     already walked by this code (`walks(folder)` of its served recording), recorded from those
     walks rather than walked again."""
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(CSS_PATH, out / "kvviz.css")
+    for name in stylesheet.STYLESHEETS:  # (the lesson's stylesheets, beside the pages)
+        shutil.copyfile(ROOT / name, out / Path(name).name)
     with page_config():
         return _write_pages(out, live_url, only, served, dict(walked or {}))
 
@@ -351,7 +367,7 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     facts, pages = provenance(), []
     frames: dict[str, list] = {}  # node -> its recorded properties (build_page)
     # (walked: node -> its walk, made for its own page and reused by index.html, or given)
-    for node in [*recorded, *([] if served else [BY_KEY["explain"]])]:
+    for node in [*recorded, *([] if served else [BY_KEY["explain"]])]:  # (served: explain is in index.html)
         if only and node.key not in only:
             continue
         doc, scripts, placed = build_page([node.key], live_url, facts, served, walked)
@@ -359,7 +375,7 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
         pages.append(out / f"{node.key}.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} · {node.title} (recording)")
     if not only:
-        doc, scripts, _placed = build_page([n.key for n in recorded], live_url, facts, served, walked)
+        doc, scripts, _placed = build_page([*(n.key for n in recorded), "explain"], live_url, facts, served, walked)
         pages.append(out / "index.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} (recording)")
     if served:  # (what kvviz/export/live.py reads for a frame, beside the pages)

@@ -165,7 +165,7 @@ def test_a_prediction_resolves_in_the_page_from_the_recorded_outcome(page, recor
     expected = predict.verdict(live.predictions[-1])
 
     traffic = open_lesson(page, recorded)
-    box = page.get_by_placeholder("a whole number").last  # (node 03's: a number)
+    box = page.locator(".kv-recorded-radix").get_by_placeholder("a whole number")  # (node 03's: a number)
     box.fill("abc")
     box.press("Enter")
     expect(page.locator('.kv-predict-note[data-node="radix"]')).to_contain_text("Type a whole number")
@@ -185,7 +185,7 @@ def test_hand_in_from_the_recorded_lesson_in_one_request(page, recorded, served)
     from kvviz.handin.storage import Store
 
     open_lesson(page, recorded, "?reserve=12")
-    box = page.get_by_placeholder("a whole number").last
+    box = page.locator(".kv-recorded-radix").get_by_placeholder("a whole number")
     box.fill("18")
     box.press("Enter")
     page.get_by_role("checkbox", name="Prefix sharing").check()
@@ -363,3 +363,59 @@ def test_the_page_is_the_whole_lesson_in_its_frame(page, recorded):
     assert order == sorted(order)
     expect(page.locator(".kv-next")).to_contain_text("quantization")
     assert page.locator('link[rel="icon"]').get_attribute("href").startswith("data:")
+
+
+def _live_explain(query: str = ""):
+    """Explain it back's state in the live lesson, at a link's states."""
+    from urllib.parse import parse_qs
+
+    from kvviz.lesson import Lesson
+
+    return Lesson(parse_qs(query.lstrip("?"))).states["explain"]
+
+
+def test_explain_it_back_is_on_the_page_and_a_hand_in_keeps_everything(page, recorded, served):
+    """Explain it back on / (issue 28 items 3 and 9): its self-checks ask about the runs the nodes
+    show and answer with the engine's recorded outcome, word for word as the live lesson; the hand-in
+    holds the predictions, the self-check and the answer; a second hand-in loses none of them."""
+    from kvviz.handin.storage import Store
+
+    live = _live_explain("?reserve=12")
+    question, truth = live.question("gap_after_free"), live.engine_answer("gap_after_free")
+    live.check("gap_after_free", str(truth))
+    expected = live.feedback["gap_after_free"]
+
+    traffic = open_lesson(page, recorded, "?reserve=12")
+    page.wait_for_function("document.documentElement.dataset.kvReadyExplain === '1'")
+    radix_box = page.locator('.kv-recorded-radix').get_by_placeholder("a whole number")
+    radix_box.fill("18")
+    radix_box.press("Enter")
+    page.get_by_role("checkbox", name="Prefix sharing").check()
+    expect(page.locator('.kv-predict-note[data-node="radix"]')).to_contain_text("Right")
+    sent = len(traffic["requests"])
+    expect(page.locator('.kv-question[data-check="gap_after_free"]')).to_have_text(question)
+    expect(page.locator(".kv-facts")).to_contain_text("withheld")
+    box = page.locator(".kv-recorded-explain").get_by_placeholder("a whole number").first
+    box.fill(str(truth))
+    box.press("Enter")
+    expect(page.locator('.kv-feedback[data-check="gap_after_free"]')).to_have_text(expected)
+    assert traffic["requests"][sent:] == []  # (answered from the recording)
+    page.locator(".kv-recorded-explain textarea").fill("Paging borrows virtual memory's pages.")
+    name = "Ada played explain"
+    page.locator(".kv-handin-name").fill(name)
+    page.get_by_role("button", name="Hand in", exact=True).click()
+    expect(page.locator(".kv-handin-status")).to_contain_text("Your teacher can see it now")
+    stored = [h for h in Store(str(served.db)).handins() if h.name == name]
+    assert len(stored) == 1
+    assert [p.predicted for p in stored[0].predictions] == ["18"]
+    assert [(c.key, c.typed, c.right) for c in stored[0].checks] == [("gap_after_free", str(truth), True)]
+    assert stored[0].answer == "Paging borrows virtual memory's pages."
+    # A second hand-in (the answer box emptied) adds to the first: nothing is lost.
+    page.locator(".kv-recorded-explain textarea").fill("")
+    page.wait_for_timeout(3500)  # (the server takes one hand-in per student every 3 s)
+    page.get_by_role("button", name="Hand in", exact=True).click()
+    expect(page.locator(".kv-handin-status")).to_contain_text("hand-in 2")
+    again = [h for h in Store(str(served.db)).handins() if h.name == name]
+    assert len(again) == 1 and again[0].answer == stored[0].answer
+    assert len(again[0].predictions) == 1 and len(again[0].checks) == 1
+    assert page.kv_errors == []

@@ -22,6 +22,23 @@ from kvviz.state.predict import ResolvedPrediction
 BY_KEY = {c.key: c for c in CHECKS}
 TITLE = "Managing the KV cache: my answer"
 HIDDEN = "(withheld until you answer the self-check about it below)"
+# What a self-check says, as data: this state words it, and the played page (kvviz/export/
+# checks.js) reads the same sentences from its recording.
+SAY = {
+    "verdict": "{head}: you said {predicted}, the engine says {outcome}. {why}",
+    "right": "Right", "wrong": "Not quite",
+    "again": "You answered this one already. ",
+    "number": "Type a whole number of blocks or requests.",
+    "none": "No answer with the nodes as they are now (move node 01's slider to 4 or more).",
+}
+# Each fact's node (a played page reads a node's facts from the state that node shows).
+FACT_NODE = {"frag_use": "fragmentation", "frag_gap": "fragmentation", "paging": "paging",
+             "radix_store": "radix", "radix_prefill": "radix"}
+
+
+def withheld(fact: str) -> str:
+    """A fact that would answer an open self-check, as it is shown until then."""
+    return f"{fact.split(':')[0]}: {HIDDEN}"
 
 
 class ExplainState(param.Parameterized):
@@ -67,15 +84,15 @@ class ExplainState(param.Parameterized):
         committed: asking again shows the first answer (bad input keeps the check open)."""
         c: SelfCheck = BY_KEY[key]
         if not self.is_open(key):
-            self._say(key, "You answered this one already. " + self._verdict(c, self.responses[key]))
+            self._say(key, SAY["again"] + self._verdict(c, self.responses[key]))
             return self.responses[key].right
         number = fmt.whole_number(typed.strip())
         if number is None:
-            self._say(key, "Type a whole number of blocks or requests.")
+            self._say(key, SAY["number"])
             return False
         truth = self.engine_answer(key)
         if truth is None:
-            self._say(key, "No answer with the nodes as they are now (move node 01's slider to 4 or more).")
+            self._say(key, SAY["none"])
             return False
         entry = ResolvedPrediction(node=c.node, question=self.question(key), predicted=str(number),
                                    outcome=str(truth), right=number == truth, why=c.why)
@@ -86,8 +103,8 @@ class ExplainState(param.Parameterized):
 
     @staticmethod
     def _verdict(c: SelfCheck, entry: ResolvedPrediction) -> str:
-        head = "Right" if entry.right else "Not quite"
-        return f"{head}: you said {entry.predicted}, the engine says {entry.outcome}. {c.why}"
+        head = SAY["right"] if entry.right else SAY["wrong"]
+        return SAY["verdict"].format(head=head, predicted=entry.predicted, outcome=entry.outcome, why=c.why)
 
     def _say(self, key: str, sentence: str) -> None:
         self.feedback = {**self.feedback, key: sentence}
@@ -96,6 +113,11 @@ class ExplainState(param.Parameterized):
     def facts(self, withhold: bool = True) -> list[str]:
         """What the live state shows, one sentence per fact, all read from the snapshots; a fact
         that would answer an open self-check is withheld (`withhold`)."""
+        hidden = {k for c in CHECKS if withhold and self.is_open(c.key) for k in c.hides}
+        return [withheld(text) if key in hidden else text for key, text in self.fact_map().items()]
+
+    def fact_map(self) -> dict[str, str]:
+        """Every fact by its key (FACT_NODE), none withheld."""
         f, c = self.fragmentation.snapshot.metrics, self.paging.contiguous.metrics
         p, r = self.paging.paged.metrics, self.radix.snapshot.metrics
         facts = {
@@ -112,8 +134,7 @@ class ExplainState(param.Parameterized):
             "radix_prefill": f"Node 03's prefill computed {r.prefill_tokens_computed} prompt tokens and reused "
                              f"{r.prefix_hit_tokens} from the cache.",
         }
-        hidden = {k for c in CHECKS if withhold and self.is_open(c.key) for k in c.hides}
-        return [f"{text.split(':')[0]}: {HIDDEN}" if key in hidden else text for key, text in facts.items()]
+        return facts
 
     # -- the download -----------------------------------------------------------------------
     def state_record(self) -> dict:

@@ -67,8 +67,10 @@ class ExplainView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        facts = LiveHTML(facts_html(s), sizing_mode="stretch_width")
-        questions = {c.key: LiveHTML(question_html(s, c.key), margin=(0, 10)) for c in CHECKS}
+        # (each part the played page drives has a class of its own: kvviz/export/checks.py finds it by that)
+        facts = LiveHTML(facts_html(s), sizing_mode="stretch_width", css_classes=["kv-explain-facts"])
+        questions = {c.key: LiveHTML(question_html(s, c.key), margin=(0, 10), css_classes=[f"kv-check-question-{c.key}"])
+                     for c in CHECKS}
 
         def redraw_live():
             facts.object = facts_html(s)
@@ -81,18 +83,20 @@ class ExplainView(pn.viewable.Viewer):
         s.param.watch(lambda _e: setattr(facts, "object", facts_html(s)), "responses")
         checks = []
         for c in CHECKS:
-            box = pn.widgets.TextInput(label="Your answer", placeholder="a whole number", width=160, max_length=6)
-            button = pn.widgets.Button(label="Check", color="primary", align="end")
+            box = pn.widgets.TextInput(label="Your answer", placeholder="a whole number", width=160, max_length=6,
+                                       css_classes=[f"kv-check-box-{c.key}"])
+            button = pn.widgets.Button(label="Check", color="primary", align="end", css_classes=[f"kv-check-button-{c.key}"])
             button.on_click(lambda _e, c=c, box=box: s.check(c.key, box.value_input or box.value))
             box.param.watch(lambda _e, c=c, box=box: s.check(c.key, box.value), "enter_pressed")
             checks.append(pn.Column(
                 questions[c.key], pn.Row(box, button),
-                LiveHTML(pn.bind(feedback_html, s, c.key, s.param.feedback), margin=(0, 10)),
+                LiveHTML(pn.bind(feedback_html, s, c.key, s.param.feedback), margin=(0, 10),
+                         css_classes=[f"kv-check-feedback-{c.key}"]),
                 css_classes=["kv-check"], sizing_mode="stretch_width",
             ))
         answer = pn.widgets.TextAreaInput.from_param(
             s.param.answer, placeholder="Paging borrows … ; radix sharing borrows … ; they differ in …",
-            sizing_mode="stretch_width", height=180, max_length=5000)
+            sizing_mode="stretch_width", height=180, max_length=5000, css_classes=["kv-explain-answer"])
         download = pn.widgets.FileDownload(
             callback=lambda: io.StringIO(s.markdown()), filename="kv-cache-answer.md",
             label="Download my answer with the live state and my predictions (Markdown)", color="success",
@@ -107,7 +111,8 @@ class ExplainView(pn.viewable.Viewer):
             facts,
             pn.pane.Markdown(text.CHECKS_HEADING, sizing_mode="stretch_width", css_classes=["kv-prose"]),
             pn.FlexBox(*checks, flex_wrap="wrap", sizing_mode="stretch_width"),
-            LiveHTML(pn.bind(predictions_html, s.param.predictions, self.outline), sizing_mode="stretch_width"),
+            LiveHTML(pn.bind(predictions_html, s.param.predictions, self.outline), sizing_mode="stretch_width",
+                     css_classes=["kv-explain-predictions"]),
             download,
             self.handin_box,
             step_links("explain", self.outline),

@@ -1,0 +1,94 @@
+"""Explain it back on the played page: its self-checks answered from the engine's recorded outcomes.
+
+A self-check asks about one node (kvviz/nodes/explain/checks.py), and its question and the
+engine's answer depend only on the run that node shows (its branch), not on the step. So each is
+computed here once per recorded branch, by the same code the live lesson runs (`ExplainState`),
+and the page's player (checks.js) shows the question for the branch each node is at, takes the
+student's answer, then the engine's. A state the student made live (a typed prompt) is asked of
+the server in one request (kvviz/export/live.py: `check`). The facts under the answer box are
+each node's, at the end of the run it shows, with those an open check would give away withheld.
+The sentences are the live lesson's (`SAY`, `withheld`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bokeh.models import CustomJS
+
+from kvviz.nodes.explain.checks import CHECKS
+from kvviz.nodes.explain.state import FACT_NODE, SAY, withheld
+from kvviz.nodes.recipe import Recipe
+
+CHECKS_JS = Path(__file__).with_name("checks.js").read_text(encoding="utf-8")
+
+# What only the played page says (the live lesson has an engine for every state).
+PLAYED_SAY = {
+    "facts_title": "What the nodes above show (each at the end of its run)",
+    "live_node": "This node shows a run of your own: answer, and the server's engine checks it.",
+    "unreachable": "The server could not answer this check right now; try again in a moment",
+}
+
+# The parts of Explain it back's view the played page drives, by their classes (kvviz/nodes/explain/view.py).
+PARTS = ("kv-explain-facts", "kv-explain-answer", "kv-explain-predictions")
+
+
+def facts_of(explain, node: str) -> dict[str, list[str]]:
+    """Node `node`'s facts as it is now: key -> [the fact, the fact withheld]."""
+    return {k: [t, withheld(t)] for k, t in explain.fact_map().items() if FACT_NODE[k] == node}
+
+
+def asked_of(explain, node: str) -> dict[str, dict]:
+    """The self-checks about node `node`, as it is now: key -> its question and the engine's answer."""
+    return {c.key: {"question": explain.question(c.key), "answer": explain.engine_answer(c.key)}
+            for c in CHECKS if c.node == node}
+
+
+def meta(states: dict, plan: dict[str, Recipe]) -> dict:
+    """What the player needs for Explain it back: every check (key, node, why, what it hides),
+    and per node and recorded branch, the checks' questions and answers and the node's facts.
+    `states`: a lesson's states with no view (each node is put in each of its branches)."""
+    explain = states["explain"]
+    asked: dict[str, dict] = {}
+    facts: dict[str, dict] = {}
+    for node in {c.node for c in CHECKS}:
+        recipe = plan.get(node)
+        if recipe is None:
+            continue
+        for branch, setup in recipe.branches.items():
+            setup(states[node])
+            asked.setdefault(node, {})[branch] = asked_of(explain, node)
+            facts.setdefault(node, {})[branch] = facts_of(explain, node)
+        recipe.branches[recipe.default](states[node])
+    return {"checks": [{"key": c.key, "node": c.node, "why": c.why, "hides": list(c.hides)} for c in CHECKS],
+            "asked": asked, "facts": facts, "order": list(FACT_NODE), "fact_node": FACT_NODE,
+            "defaults": {node: recipe.default for node, recipe in plan.items()},
+            "say": {**SAY, **PLAYED_SAY}}
+
+
+def _one(models, css_class: str):
+    found = [m for m in models if css_class in (getattr(m, "css_classes", None) or [])]
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} models with class {css_class!r} in Explain it back")
+    return found[0]
+
+
+def wire(models) -> dict[str, str]:
+    """Attach Explain it back's controls among `models` (its view's) to the player (checks.js),
+    each found by its class; hide what needs a session (its own hand-in box: the page's is
+    below it; the Markdown download). Returns the ids of the parts the player writes."""
+    ids = {}
+    for c in CHECKS:
+        ids[f"question-{c.key}"] = _one(models, f"kv-check-question-{c.key}").id
+        ids[f"feedback-{c.key}"] = _one(models, f"kv-check-feedback-{c.key}").id
+        box, button = _one(models, f"kv-check-box-{c.key}"), _one(models, f"kv-check-button-{c.key}")
+        call = f"window.kvvizPlayer.checks.check({c.key!r}, "
+        button.js_on_event("button_click", CustomJS(args={"box": box}, code=call + "box.value_input || box.value)"))
+        box.js_on_event("value_submit", CustomJS(code=call + "cb_obj.value)"))
+    for part in PARTS:
+        ids[part.removeprefix("kv-explain-")] = _one(models, part).id
+    for model in models:
+        classes = getattr(model, "css_classes", None) or []
+        if "kv-download" in classes or "kv-handin" in classes:
+            model.visible = False
+    return ids
