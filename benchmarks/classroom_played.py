@@ -23,7 +23,13 @@ It starts `make class`'s server (deploy/class_server.py: nginx in front of BACKE
    R2, Reset, the slider, Step, Step back, Prefix sharing) from the click to the changed number
    on screen; every websocket the page opens; Play's pace (steps per second against the
    nominal 4); scrolling to node 03: the time until its strip is on screen; then a typed
-   question: from Enter to the engine's answer drawn in the page.
+   question: from Enter to the engine's answer drawn in the page; node 02's Add request among
+   the actions; every request the page sends during its scripted actions (the goal: none);
+   Explain it back (on the same page): a self-check from Enter to the engine's answer shown;
+5. hand-in: every student hands in (predictions, a self-check, an answer: what the page's
+   Hand in sends, `/lesson-handin`) within HANDIN_S seconds, each from its own address; then
+   the class's store is read: stored = students (0 lost), one submission each (0 doubled),
+   and the teacher's pulse counts every student's prediction.
 
 `--clients-nice N` stands the students' side for their own devices, which in a class are not the
 server's cores: the crowd and the Chromiums run at niceness N, and so do their sessions'
@@ -160,7 +166,9 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
         clicks = []
         card = '.kv-metric[data-label="{}"] .kv-value'.format
         step = '.kv-step[data-node="fragmentation"]'
-        plan = [("button", "Free R2", card("LARGEST GAP")), ("button", "Reset", card("LARGEST GAP")),
+        sent: list[str] = []  # every request during the scripted actions
+        page.on("request", lambda r: sent.append(r.url) if out.get("acting") else None)
+        plan = [("button", "Add request", '.kv-step[data-node="paging"]'), ("button", "Free R2", card("LARGEST GAP")), ("button", "Reset", card("LARGEST GAP")),
                 ("slider+", "Reserved length", card("RESERVED · EMPTY")),
                 ("slider-", "Reserved length", card("RESERVED · EMPTY")),
                 ("button", "◀ Step back", step), ("button", "Step ▶", step),
@@ -188,6 +196,7 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
                 obs.observe(root, {subtree: true, childList: true, characterData: true});
                 window.kvStop = () => obs.disconnect();
               }""", [handle, selector, before])
+            out["acting"] = True
             if kind == "slider+":
                 target.press("ArrowUp")
             elif kind == "slider-":
@@ -203,7 +212,10 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
                 out["last_error"] = str(e)[:300]
                 out.setdefault("unchanged", 0)
                 out["unchanged"] = out.get("unchanged", 0) + 1
+            page.wait_for_timeout(600)  # (the address bar is written at most twice a second: its requests too)
+            out["acting"] = False
         out["clicks_s"] = clicks
+        out["requests_during_actions"] = sent
         # Play's pace: node 01 from its start, until step 30 (nominal 250 ms a step)
         page.get_by_role("button", name="⟲ Rewind").first.click()
         t = time.perf_counter()
@@ -227,8 +239,58 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
         box.press("Enter")
         page.locator(".kv-live-note", has_text="Live").first.wait_for(state="visible", timeout=60_000)
         out["typed_s"] = time.perf_counter() - t
+        # Explain it back, on the same page: a self-check from Enter to the engine's answer shown
+        check = page.locator(".kv-recorded-explain").get_by_placeholder("a whole number").first
+        check.scroll_into_view_if_needed()
+        check.fill("8")
+        t = time.perf_counter()
+        check.press("Enter")
+        page.locator('.kv-feedback[data-check="gap_after_free"]', has_text="the engine says").wait_for(timeout=60_000)
+        out["self_check_s"] = time.perf_counter() - t
         out["websockets"] = sockets
         browser.close()
+
+
+HANDIN = {"predictions": [{"node": "radix", "question": "With sharing on, how many blocks?", "predicted": "18",
+                           "outcome": "18", "right": True}],
+          "checks": [{"key": "gap_after_free", "question": "What will LARGEST GAP read?", "typed": "8",
+                      "outcome": "8", "feedback": "Right", "right": True}],
+          "answer": "Paging borrows virtual memory's pages; sharing borrows shared pages.", "query": ""}
+
+
+async def hand_in(host: str, port: int, i: int, source: str) -> dict:
+    """Student i hands in what the page's Hand in sends (one POST, from its own address)."""
+    body = json.dumps({**HANDIN, "student_id": f"{i:032x}", "name": f"student {i}"}).encode()
+    t0 = time.perf_counter()
+    try:
+        reader, writer = await asyncio.open_connection(host, port, local_addr=(source, 0))
+        writer.write(f"POST /lesson-handin HTTP/1.0\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        await writer.drain()
+        raw = await asyncio.wait_for(reader.read(), 60)
+        writer.close()
+        status = int(raw.split(b" ", 2)[1])
+        return {"status": status, "s": time.perf_counter() - t0, "ok": status == 200 and b'"ok": true' in raw}
+    except (TimeoutError, OSError, ValueError, IndexError) as e:
+        return {"status": 0, "s": time.perf_counter() - t0, "ok": False, "error": str(e)[:120]}
+
+
+async def class_hands_in(host: str, port: int, students: int, within_s: float) -> list[dict]:
+    async def one(i: int):
+        await asyncio.sleep(within_s * i / max(students, 1))
+        return await hand_in(host, port, i, source_address(i))
+    return list(await asyncio.gather(*(one(i) for i in range(students))))
+
+
+def stored_handins(students: int) -> dict:
+    """What the class's store holds after the hand-ins: lost, doubled, the pulse's count."""
+    from kvviz.handin.pulse import pulse
+    from kvviz.handin.storage import Store
+
+    rows = [h for h in Store(os.environ["KVVIZ_DB"]).handins() if h.name.startswith("student ")]
+    return {"stored": len(rows), "lost": students - len({h.student_id for h in rows}),
+            "doubled": sum(1 for h in rows if h.submissions != 1),
+            "pulse_students": {f"{p.kind} {p.node}": p.students for p in pulse(rows)}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the students (the load generator and the Chromiums) at this niceness, their sessions' "
                          "autogroups too (Linux shares the CPU between sessions first): they stand "
                          "for the students' own devices, which in a class are not the server's cores (default 0)")
+    ap.add_argument("--handin-s", type=float, default=10.0, help="every student hands in within this many seconds")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     env_before = dict(os.environ)
@@ -315,6 +378,10 @@ def main(argv: list[str] | None = None) -> int:
                 typers.join()
             for t in threads:
                 t.join()
+            # The end of the lesson: everyone hands in within HANDIN_S seconds
+            handins = asyncio.run(class_hands_in("127.0.0.1", a.port, a.students, a.handin_s))
+            result["handin"] = {**summary([h["s"] for h in handins if h["ok"]]),
+                                "failed": sum(1 for h in handins if not h["ok"]), **stored_handins(a.students)}
     finally:
         os.environ.clear()
         os.environ.update(env_before)
@@ -333,6 +400,10 @@ def main(argv: list[str] | None = None) -> int:
                           "scroll_to_node_s": [round(p.get("scroll_s", float("nan")), 3) for p in probes],
                           "typed_question_s": [round(p.get("typed_s", float("nan")), 3) for p in probes],
                           "websockets": sum(len(p.get("websockets", [])) for p in probes),
+                          "requests_during_actions": sum(len(p.get("requests_during_actions", [])) for p in probes),
+                          "requests_seen": sorted({u.split("?")[0] for p in probes
+                                                   for u in p.get("requests_during_actions", [])})[:10],
+                          "self_check_s": [round(p.get("self_check_s", float("nan")), 3) for p in probes],
                           "by_action_ms": {k: v for p in probes for k, v in p.get("by_action", {}).items()},
                           "errors": [p.get("last_error") for p in probes if p.get("last_error")]}
     text = json.dumps(result, indent=2)

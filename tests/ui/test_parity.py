@@ -1,0 +1,120 @@
+"""Parity as a property (issue 28): random sequences of the scripted actions, applied to the live
+lesson's states (the engine, in this process) and to the played page in Chromium (its player,
+through the same `act` its buttons call), show the same thing after every action: every metric
+card of nodes 01-03 and the step each is at.
+
+`make test` runs PARITY_EXAMPLES sequences; KVVIZ_PARITY_EXAMPLES=200 runs the issue's 200.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kvviz.handin.collect import metrics
+from kvviz.lesson import Lesson
+from kvviz.nodes import LIVE
+from kvviz.nodes.fragmentation.state import FragmentationState
+
+pytestmark = [pytest.mark.ui, pytest.mark.slow]
+PARITY_EXAMPLES = int(os.environ.get("KVVIZ_PARITY_EXAMPLES", "12"))
+NODES = ("fragmentation", "paging", "radix")
+TRANSPORT = ("step", "back", "rewind")
+LO, HI = FragmentationState.param.reserve.bounds
+
+# (node, action, value) the page's own controls send; the live state's method for each
+ACTION = st.one_of(
+    st.tuples(st.just("fragmentation"), st.sampled_from(("free_r2", "reset", *TRANSPORT)), st.none()),
+    st.tuples(st.just("fragmentation"), st.just("reserve"), st.integers(LO, HI)),
+    st.tuples(st.just("paging"), st.sampled_from(("add", "reset", *TRANSPORT)), st.none()),
+    st.tuples(st.just("radix"), st.sampled_from(("reset", *TRANSPORT)), st.none()),
+    st.tuples(st.just("radix"), st.just("sharing"), st.booleans()),
+)
+
+
+def apply_live(states: dict, node: str, action: str, value) -> None:
+    s = states[node]
+    if action == "reserve":
+        s.reserve = value
+    elif action == "sharing":
+        s.sharing = value
+    elif action == "add":
+        s.add_request(settle=True)  # (the page plays it to its end: so does the test, below)
+    else:
+        {"free_r2": lambda: s.free_r2(), "reset": s.reset, "step": s.step, "back": s.step_back,
+         "rewind": s.rewind}[action]()
+
+
+def shown(page) -> dict:
+    """Every metric card's text and the step, per node, as the page shows them."""  # noqa: D401
+    return page.evaluate("""(nodes) => {
+      const find = (root, sel, acc) => {
+        acc.push(...root.querySelectorAll(sel));
+        for (const el of root.querySelectorAll("*")) if (el.shadowRoot) find(el.shadowRoot, sel, acc);
+        return acc;
+      };
+      const out = {};
+      for (const node of nodes) {
+        const cards = {};
+        for (const el of find(document, `.kv-metric[data-node="${node}"]`, [])) {
+          cards[el.dataset.label] = el.querySelector(".kv-value").textContent.trim();
+        }
+        const step = find(document, `.kv-step[data-node="${node}"] b`, [])[0];
+        cards.step = step ? step.textContent.trim() : "";
+        out[node] = cards;
+      }
+      return out;
+    }""", list(NODES))
+
+
+def settled(page, node: str, expected: dict, wait_s: float = 2.0) -> dict:
+    """What node `node` shows once the page has drawn it (it draws on the next frames): as soon
+    as it equals `expected`, else after `wait_s`."""
+    deadline = time.monotonic() + wait_s
+    while (now := _only(shown(page)[node], expected)) != expected and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    return now
+
+
+def _only(cards: dict, expected: dict) -> dict:
+    """The headline cards (a node's `cards`, which the live lesson hands in) and the step; the
+    node's other cards include measured times, which no two runs share."""
+    return {k: v for k, v in cards.items() if k in expected}
+
+
+@pytest.fixture(scope="module")
+def played(browser, served):
+    served.wait_for_recordings()
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.goto(served.base)
+    for key in ("Fragmentation", "Paging", "Radix"):
+        page.wait_for_function(f"document.documentElement.dataset.kvReady{key} === '1'")
+    for node in NODES:
+        page.evaluate("([n]) => window.kvvizPlayer.act(n, 'speed', 1)", [node])  # (Play as fast as it goes)
+    yield page
+    page.close()
+
+
+def act(page, node: str, action: str, value) -> None:
+    page.evaluate("([n, a, v]) => window.kvvizPlayer.act(n, a, v === null ? undefined : v)", [node, action, value])
+    page.wait_for_function("(n) => window.kvvizPlayer.nodes[n].timer === null", arg=node)  # (played to its end)
+
+
+@settings(max_examples=PARITY_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(ACTION, min_size=1, max_size=8))
+def test_played_page_shows_what_the_live_engine_shows_after_every_action(played, actions):
+    states = Lesson({}).states
+    for node in NODES:
+        act(played, node, "reset", None)
+    for node in NODES:
+        assert settled(played, node, metrics(states, LIVE)[node]) == metrics(states, LIVE)[node]
+    for i, (node, action, value) in enumerate(actions):
+        apply_live(states, node, action, value)
+        act(played, node, action, value)
+        expected = metrics(states, LIVE)[node]
+        assert settled(played, node, expected) == expected, f"after {actions[:i + 1]}"
+    assert not played.evaluate("Object.values(window.kvvizPlayer.nodes).some((n) => n.branch.startsWith('live'))")
