@@ -19,7 +19,7 @@ of fixed-size **blocks** (16 tokens each). Every cell you see is one of the engi
 """
 
 SUMMARY = """
-### In short: the three ideas
+## In short: the three ideas
 
 1. **Why memory goes to waste.** A reply's cache grows token by token to a length nobody can
    know when it starts. An engine that sets aside the longest possible slab up front leaves
@@ -37,7 +37,7 @@ SUMMARY = """
 """
 
 NEXT = """
-### What to read next
+## What to read next
 
 Paging and prefix sharing fit more requests into the cache, but every number in it still takes real
 bytes. Next comes **quantization**: storing the weights and the cache in 8 or 4 bits instead of 16,

@@ -1,7 +1,7 @@
 export function render({ model }) {
   const nav = document.createElement("nav");
   nav.className = "kv-steps";
-  nav.setAttribute("aria-label", "Back and continue");
+  nav.setAttribute("aria-label", model.label);
   nav.innerHTML = model.items_html;
   nav.addEventListener("click", (event) => {
     const link = event.target.closest("a[data-node]");

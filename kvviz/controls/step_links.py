@@ -34,6 +34,7 @@ def links_html(back: tuple[str, str, str] | None, onward: tuple[str, str, str] |
 
 class StepLinks(JSComponent):
     items_html = param.String(default="", doc="the links, from links_html()")
+    label = param.String(default="Back and continue", doc="the navigation's name (one per node: a page has several)")
 
     _esm = _ESM
 
@@ -44,4 +45,5 @@ def step_links(key: str, outline) -> StepLinks:
     keys = [k for k, _number, _title in outline]
     i = keys.index(key) if key in keys else -1
     near = [tuple(outline[j]) if 0 <= j < len(outline) and i >= 0 else None for j in (i - 1, i + 1)]
-    return StepLinks(items_html=links_html(*near), sizing_mode="stretch_width", margin=(8, 10))
+    name = f"Back and continue from {outline[i][1]}" if i >= 0 else "Back and continue"
+    return StepLinks(items_html=links_html(*near), label=name, sizing_mode="stretch_width", margin=(8, 10))

@@ -101,14 +101,14 @@ def note_html(facts: dict[str, str], live_url: str | None, served: bool = False)
     e = html.escape
     made = (f'code {e(facts["commit"])} · model weights sha256 {e(facts["model_sha256"][:12])}…')
     if served:
-        return (f'<footer class="kv-recording" role="contentinfo">Recorded from this server\'s engine at '
+        return (f'<p class="kv-recording" role="note">Recorded from this server\'s engine at '
                 f'{e(facts["time"])} ({made}): the controls, Step and Play replay states the real engine reached, '
-                "in your browser; a prompt or question you type runs live on the server.</footer>")
+                "in your browser; a prompt or question you type runs live on the server.</p>")
     live = (f' Typing your own prompt or question needs the <a href="{e(live_url)}">live lesson</a>.'
             if live_url else " Typing your own prompt or question needs the live lesson (<code>make lesson</code>).")
-    return (f'<footer class="kv-recording" role="contentinfo">A recording of the live lesson, made on '
+    return (f'<p class="kv-recording" role="note">A recording of the live lesson, made on '
             f'{e(facts["date"])} from the real engine ({made}): every state is one the engine reached; Step, Play, '
-            f"Rewind and the controls replay them.{live}</footer>")
+            f"Rewind and the controls replay them.{live}</p>")
 
 
 def _pack(data: dict) -> str:

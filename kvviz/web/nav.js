@@ -3,6 +3,18 @@ export function render({ model }) {
     // The template lists its sidebar's parts in a <ul> of <div>s: not a list to assistive
     // technology (axe-core's "list" rule); this <nav> says what it is.
     for (const ul of document.querySelectorAll("#sidebar ul.flex-column")) ul.setAttribute("role", "none");
+    // The template's main area and its title are plain elements: say what they are (axe-core's
+    // "landmark-one-main", "region" and "page-has-heading-one").
+    const main = document.getElementById("main");
+    if (main && !main.getAttribute("role")) main.setAttribute("role", "main");
+    const title = document.querySelector("#header .title");
+    if (title && !title.querySelector("h1")) {
+      const h1 = document.createElement("h1");
+      h1.style.cssText = "font: inherit; margin: 0; display: inline;";
+      h1.textContent = title.textContent.trim();
+      title.textContent = "";
+      title.appendChild(h1);
+    }
   }
   const nav = document.createElement("nav");
   nav.className = "kv-nav " + (model.vertical ? "kv-nav-vertical" : "kv-nav-row");

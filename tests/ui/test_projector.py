@@ -11,7 +11,7 @@ from ui_waits import settled
 pytestmark = pytest.mark.ui
 
 READABLE = ("button", "input:not([type=checkbox])", "select", "textarea", ".bk-slider-title", ".bk-input-group > label",
-            ".kv-value", "h3", ".kv-headline", ".kv-predict-question", ".kv-step", ".kv-label", ".bk-label",
+            ".kv-value", "h2", ".kv-headline", ".kv-predict-question", ".kv-step", ".kv-label", ".bk-label",
             "summary", ".kv-figure-title", ".kv-legend span", ".kv-note", ".kv-events", ".kv-tails", ".kv-reads")
 
 # (selector, font size, text) of every visible element matching one of the selectors, in shadow roots too.

@@ -3,7 +3,7 @@
 TITLE = "Explain it back"
 
 PROSE = """
-### Explain it back
+## Explain it back
 
 Write the answer in your own words, as if to a classmate. Below it: the live state of this
 session's nodes 01, 02 and 03, and self-checks that ask what the engine *would* do. Answer
@@ -16,5 +16,5 @@ QUESTION = (
     "repeated work does it remove, and where do the two differ?"
 )
 
-CHECKS_HEADING = "#### Predict, then check against the engine"
+CHECKS_HEADING = "### Predict, then check against the engine"
 PREDICTIONS_TITLE = "Your predictions so far"

@@ -11,7 +11,7 @@ _NEEDED = ceil_div(KV_TOKENS, BLOCK_SIZE)  # blocks each reply's KV fills: 4
 _MOST_THAT_FIT = FragmentationScenario.NUM_BLOCKS // len(PROMPTS)  # the longest slab three requests get: 10
 _PROMPT_BLOCKS = max(ceil_div(len(p.encode()), BLOCK_SIZE) for p in PROMPTS)  # the longest prompt's blocks: 3
 
-HEADING = "### 01 · Why the cache wastes memory"
+HEADING = "## 01 · Why the cache wastes memory"
 PROSE = """
 A reply's cache grows one token at a time, to a length nobody knows at the start. The naive engine
 **reserves one contiguous slab** per request up front: its empty part is **internal

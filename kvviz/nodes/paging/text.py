@@ -8,7 +8,7 @@ TITLE = "PagedAttention"
 _SLAB = PagingScenario.RESERVE_BLOCKS
 
 PROSE = """
-### 02 · PagedAttention: the cache in fixed pages
+## 02 · PagedAttention: the cache in fixed pages
 
 Cut the cache into small fixed **pages** (one block of 16 tokens), handed out only when a request's last
 page is full, and give each request a **block table** (logical page → physical block), so its pages can lie

@@ -39,7 +39,7 @@ class PagingView(NodeView):
                      sizing_mode="stretch_width", margin=(0, 10)),
             self._transport(),
             prose(text.MORE + text.ANALOGY),
-            prose("#### The block table: the KV cache's own page table"),
+            prose("### The block table: the KV cache's own page table"),
             chooser,
             PageTable(snapshot=s.param.paged, request=s.param.request, pool="paged",
                       title="Paged: pages scattered wherever blocks were free"),

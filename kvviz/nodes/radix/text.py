@@ -7,7 +7,7 @@ from kvviz.state.card import Card
 TITLE = "RadixAttention"
 
 PROSE = """
-### 03 · RadixAttention: reuse a shared prefix
+## 03 · RadixAttention: reuse a shared prefix
 
 Requests often begin with the same tokens (a system prompt, a few examples), and identical tokens at
 identical positions have identical keys and values. Keep cached prefixes in a **radix tree**: a new

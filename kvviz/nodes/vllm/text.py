@@ -14,7 +14,7 @@ from tools.vllm_server import BLOCK_SIZE
 TITLE = "A real engine"
 
 PROSE = f"""
-### 04 · A real engine: vLLM's own KV cache
+## 04 · A real engine: vLLM's own KV cache
 
 * The three nodes above run kvviz's small engine. Here the same ideas run in **vLLM**, a serving
   engine used in production, here on a CPU with the *same trained weights*.
@@ -37,7 +37,7 @@ TRY = (f"Try it: press **Send the lesson's four questions**: the system prompt's
        "engines; the list at the bottom compares them token for token.")
 
 LIMITS = """
-#### What vLLM's event stream cannot show
+### What vLLM's event stream cannot show
 
 * **No physical block ids and no block tables:** events name blocks by hash, so the tree shows
   what is cached, not where it sits in memory or which request holds it now.
