@@ -20,11 +20,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The lesson's install (requirements.txt: no Triton, no test tools) is kept small: no bytecode
+# compiled ahead (Python writes it for what the lesson imports, at its first start), and without
+# the C++ test programs that torch's wheel carries (torch/test, torch/bin's tests), which nothing
+# runs: 0.95 GB rather than 1.3 (docs/install.md, "Size").
+SITE_PACKAGES = $(VENV)/lib/python3*/site-packages
 $(VENV)/.lesson-installed: requirements.txt | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
+	rm -rf $(SITE_PACKAGES)/torch/test $(SITE_PACKAGES)/torch/bin/test_* $(SITE_PACKAGES)/torch/bin/*Test
 	touch $@
 
-$(VENV)/.test-installed: requirements.txt requirements-test.txt | $(BIN)/python
+$(VENV)/.test-installed: requirements.txt requirements-gpu.txt requirements-test.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt
 	touch $@ $(VENV)/.lesson-installed
 
