@@ -111,7 +111,7 @@ engine.add_request("abc", max_new_tokens=3)
 while engine.has_unfinished():
     engine.step()
 assert engine.snapshot().backend == expected
-import kvviz.lesson, kvviz.export
+import kvviz.lesson, kvviz.export, kvviz.cli
 try:
     select_backend("triton", torch.device("cpu"))
 except ValueError as e:

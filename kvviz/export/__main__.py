@@ -11,8 +11,8 @@ import torch
 from kvviz.export.recipes import recipes
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kvviz.export", description=__doc__)
+def main(argv: list[str] | None = None, prog: str = "python -m kvviz.export") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("out", type=Path, help="the folder to write (created; its pages are overwritten)")
     parser.add_argument("--live-url", default=None,
                         help="where the live lesson runs, linked from the pages (e.g. https://example.edu:5006/app)")

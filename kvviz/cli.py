@@ -1,0 +1,144 @@
+"""The `kvviz` command (`python -m kvviz` where no script folder is on PATH): what the Makefile's
+targets run, on Linux, macOS and Windows alike.
+
+    kvviz lesson [--port 5006] [--address localhost]   serve the lesson (/) and the teacher page (/teacher)
+    kvviz class [...]                                   a whole class from this machine (deploy/class_server.py)
+    kvviz export DIR [--live-url URL]                   the lesson as static pages (kvviz.export)
+    kvviz vllm [--port 8000]                            a real vLLM serving kvviz's model (tools/vllm_server.py)
+
+Importing this module imports only the standard library: `--help` is instant, and each command
+imports what it needs when it runs. The lesson is served from the checkout this package lives in
+(app.py, teacher.py and assets/ beside kvviz/): install with `pip install -e .` from a checkout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_PORT = 5006
+LOCAL = ("localhost", "127.0.0.1", "::1")
+
+
+def checkout() -> Path:
+    """The checkout holding app.py and assets/ (where this package was installed from, editable)."""
+    if not (ROOT / "app.py").is_file() or not (ROOT / "assets").is_dir():
+        raise SystemExit(f"kvviz: no app.py and assets/ beside the kvviz package ({ROOT}): "
+                         "run it from a checkout, or install one with `pip install -e .`")
+    return ROOT
+
+
+def default_allow(address: str, port: int) -> str:
+    """The websocket origins allowed by default: this machine's own page when it listens on
+    localhost only; any ('*') when it listens on a network (students' browsers name this machine
+    by whatever address they reach it at)."""
+    return f"localhost:{port}" if address in LOCAL else "*"
+
+
+def lesson_argv(port: int = DEFAULT_PORT, address: str = "localhost", procs: int = 1, allow: str | None = None,
+                python: str = sys.executable) -> list[str]:
+    """The `panel serve` command line that serves the lesson (run from the checkout's root):
+    app.py at / and /app, the teacher page at /teacher, assets/ at /assets, the recorded lesson's
+    routes (kvviz.export.routes)."""
+    allow = allow if allow is not None else default_allow(address, port)
+    return [python, "-m", "panel", "serve", "app.py", "teacher.py", "--port", str(port), "--address", address,
+            "--num-procs", str(procs), "--allow-websocket-origin", allow, "--static-dirs", "assets=./assets",
+            "--plugins", "kvviz.export.routes"]
+
+
+def students_url(address: str, port: int) -> str:
+    if address in ("0.0.0.0", "::", ""):
+        return f"http://<this computer's address>:{port}/  (e.g. http://{socket.gethostname()}:{port}/)"
+    return f"http://{address}:{port}/"
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None) -> int:
+    """Runs a server in the foreground until it stops or Ctrl-C."""
+    try:
+        return subprocess.call(argv, cwd=checkout(), env=env)
+    except KeyboardInterrupt:
+        return 130
+
+
+def cmd_lesson(args: argparse.Namespace) -> int:
+    root = checkout()
+    host = "localhost" if args.address in ("0.0.0.0", "::") else args.address
+    from kvviz.handin import key  # (SQLAlchemy: the passphrase is stored in the class database)
+
+    key.main(["--url", f"http://{host}:{args.port}/teacher"])
+    print(f"The lesson (students open this): {students_url(args.address, args.port)}  (recorded from this "
+          "engine at the first start, in about a minute; live at /app meanwhile)", flush=True)
+    argv = lesson_argv(args.port, args.address, args.procs, args.allow)
+    print(f"({root}$ {' '.join(argv[1:])})", flush=True)
+    return _run(argv)
+
+
+def cmd_class(rest: list[str]) -> int:
+    env = os.environ | {"BOKEH_VALIDATE_DOC": "false"}
+    return _run([sys.executable, str(checkout() / "deploy" / "class_server.py"), *rest], env=env)
+
+
+def cmd_export(rest: list[str]) -> int:
+    from kvviz.export.__main__ import main as export_main
+
+    return export_main(rest, prog="kvviz export")
+
+
+def cmd_vllm(rest: list[str]) -> int:
+    root = checkout()
+    venv = Path(os.environ.get("KVVIZ_VLLM_VENV", root / ".venv-vllm"))
+    if not any(h in rest for h in ("-h", "--help")) and not (venv / "bin" / "python").exists():
+        print(f"kvviz vllm: no vLLM environment in {venv}. vLLM's CPU build is for Linux: `make vllm` sets it up "
+              "(about 3.4 GB) and starts it. The lesson's node 04 plays a recording of a real vLLM without it.",
+              file=sys.stderr)
+        return 1
+    env = os.environ | {"KVVIZ_VLLM_VENV": str(venv)}
+    return _run([sys.executable, str(root / "tools" / "vllm_server.py"), *rest], env=env)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kvviz", description="The KV-cache lesson: serve it, serve a class, export it.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    lesson = sub.add_parser("lesson", help="serve the lesson (/) and the teacher page (/teacher)",
+                            description="Serve the lesson at http://ADDRESS:PORT/ (and /app) and the teacher "
+                            "page at /teacher, printing the teacher's passphrase first. Ctrl-C stops it.")
+    lesson.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help="the port (default 5006)")
+    lesson.add_argument("--address", default="localhost",
+                        help="where to listen: localhost (default: this computer only) or 0.0.0.0 (every "
+                        "network: for a class on the same Wi-Fi)")
+    lesson.add_argument("--procs", type=int, default=1, help="server processes (default 1)")
+    lesson.add_argument("--allow", default=None,
+                        help="websocket origins allowed, host:port (default: localhost:PORT when the address is "
+                        "localhost, else '*', any)")
+    lesson.set_defaults(run=cmd_lesson)
+
+    for name, what, usage in (
+        ("class", "serve a whole class from this machine: one server per core behind nginx (Linux)",
+         "deploy/class_server.py's options (kvviz class --help lists them)"),
+        ("export", "write the lesson as static pages that replay the engine (no server needed)",
+         "DIR [--live-url URL] [--only NODE] (kvviz export --help lists them)"),
+        ("vllm", "serve kvviz's model with a real vLLM for node 04 (Linux; `make vllm` sets it up)",
+         "tools/vllm_server.py's options (kvviz vllm --help lists them)"),
+    ):
+        # Listed here for `kvviz --help`; main() hands their arguments, --help included, on whole
+        # to the underlying command, whose options they are.
+        sub.add_parser(name, help=what, description=what, usage=f"kvviz {name} {usage}")
+    return p
+
+
+PASSED_ON = {"class": cmd_class, "export": cmd_export, "vllm": cmd_vllm}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in PASSED_ON:
+        return int(PASSED_ON[argv[0]](argv[1:]) or 0)
+    args = parser().parse_args(argv)
+    return int(args.run(args) or 0)
