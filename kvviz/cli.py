@@ -14,7 +14,9 @@ imports what it needs when it runs. The lesson is served from the checkout this 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -58,11 +60,23 @@ def students_url(address: str, port: int) -> str:
 
 
 def _run(argv: list[str], env: dict[str, str] | None = None) -> int:
-    """Runs a server in the foreground until it stops or Ctrl-C."""
+    """Runs a server in the foreground until it stops: Ctrl-C (which reaches it too) or a
+    SIGTERM/SIGHUP sent to this process, passed on to it, so it never outlives this command."""
+    child = subprocess.Popen(argv, cwd=checkout(), env=env)
+    forwarded = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    previous = {sig: signal.signal(sig, lambda signum, _frame: child.send_signal(signum)) for sig in forwarded}
     try:
-        return subprocess.call(argv, cwd=checkout(), env=env)
-    except KeyboardInterrupt:
-        return 130
+        while True:
+            try:
+                return child.wait()
+            except KeyboardInterrupt:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.wait(timeout=15)  # (it got the Ctrl-C too: let it stop cleanly)
+                if child.poll() is None:
+                    child.terminate()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def cmd_lesson(args: argparse.Namespace) -> int:
