@@ -55,8 +55,8 @@ BACKENDS ?= $(shell nproc 2>/dev/null || echo 2)
 CLASS_ADDRESS = $(if $(filter file,$(origin ADDRESS)),0.0.0.0,$(ADDRESS))
 CLASS_ALLOW = $(if $(filter file,$(origin ALLOW)),*,$(ALLOW))
 
-# With KVVIZ_DB=postgresql://... (a lecture hall: README), Debian's PostgreSQL is installed first
-# when missing, as nginx is (its user and database: README "A lecture hall", step 1).
+# With KVVIZ_DB=postgresql://... (a lecture hall: docs/lesson.md), Debian's PostgreSQL is installed first
+# when missing, as nginx is (its user and database: docs/lesson.md, "A lecture hall", step 1).
 class: $(VENV)/.lesson-installed compiler nginx $(if $(findstring postgresql,$(KVVIZ_DB)),postgres)
 	$(BIN)/python -m kvviz class --address '$(CLASS_ADDRESS)' \
 		--port $(PORT) --allow '$(CLASS_ALLOW)' --backends $(BACKENDS) $(foreach u,$(UPSTREAM),--upstream $(u))

@@ -12,7 +12,6 @@ wait for it.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -56,7 +55,7 @@ def make(root: Path | None = None, k: str | None = None) -> Path:
     root, k = root or cache_root(), k or key()
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f"{k}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # (waits while another process records)
+        _lock(lock)  # (waits while another process records)
         if (done := ready(root, k)) is not None:
             return done
         import torch
@@ -77,6 +76,23 @@ def make(root: Path | None = None, k: str | None = None) -> Path:
             if old.is_dir() and old.name != k:  # (and half-written ones: the lock is ours)
                 shutil.rmtree(old, ignore_errors=True)
         return root / k
+
+
+def _lock(file) -> None:
+    """An exclusive lock on an open file, held until it is closed: flock where there is one
+    (Linux, macOS), else Windows' msvcrt.locking, retried while another process holds it."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        while True:
+            try:
+                msvcrt.locking(file.fileno(), msvcrt.LK_LOCK, 1)  # (itself retries for 10 s)
+                return
+            except OSError:
+                continue
+    fcntl.flock(file, fcntl.LOCK_EX)
 
 
 def precompress(folder: Path) -> int:
