@@ -40,8 +40,7 @@ $(VENV)/.test-installed: requirements.txt requirements-gpu.txt requirements-test
 # serve app.py teacher.py` with the assets and the recorded lesson's routes. ALLOW, when not given:
 # localhost:PORT on localhost, any origin ('*') when ADDRESS is a network's (0.0.0.0).
 lesson: $(VENV)/.lesson-installed compiler
-	$(BIN)/python -m kvviz lesson --port $(PORT) --address $(ADDRESS) --procs $(PROCS) \
-		$(if $(filter file,$(origin ALLOW)),,--allow '$(ALLOW)')
+	$(BIN)/python -m kvviz lesson --port $(PORT) --address $(ADDRESS) --procs $(PROCS)$(if $(filter file,$(origin ALLOW)),, --allow '$(ALLOW)')
 
 # make class: serve a whole class from this machine, every core busy (`kvviz class`: deploy/class_server.py): one
 # single-process `panel serve app.py` per core (BACKENDS, default: every core) on 127.0.0.1:5100+i,

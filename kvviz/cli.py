@@ -88,7 +88,7 @@ def cmd_lesson(args: argparse.Namespace) -> int:
     print(f"The lesson (students open this): {students_url(args.address, args.port)}  (recorded from this "
           "engine at the first start, in about a minute; live at /app meanwhile)", flush=True)
     argv = lesson_argv(args.port, args.address, args.procs, args.allow)
-    print(f"({root}$ {' '.join(argv[1:])})", flush=True)
+    print(f"(in {root}: panel serve {' '.join(argv[4:])})", flush=True)
     return _run(argv)
 
 
