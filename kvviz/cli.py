@@ -20,6 +20,8 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,6 +81,29 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> int:
             signal.signal(sig, handler)
 
 
+def watch_recording(url: str, stop: threading.Event, root: Path | None = None, k: str | None = None,
+                    every_s: float = 2.0, out=None) -> None:
+    """While the server makes its first recording of the lesson (kvviz/export/cache.py: about a
+    minute), print a line each time it moves on ("recording node 02 · PagedAttention… 25% (page 2
+    of 4), the live lesson at /app meanwhile"), then one when the recorded lesson is ready."""
+    from kvviz.export import cache  # (its key() imports Bokeh and Panel: here, in this thread)
+
+    out = out or sys.stdout
+    k = k or cache.key()
+    if cache.ready(root, k) is not None:
+        return
+    started, said = time.monotonic(), None
+    while not stop.wait(every_s):
+        if cache.ready(root, k) is not None:
+            print(f"The recorded lesson is ready ({time.monotonic() - started:.0f} s): {url}", file=out, flush=True)
+            return
+        facts = cache.progress(root, k)
+        line = f"{cache.progress_line(facts)}, the live lesson at /app meanwhile" if facts else None
+        if line is not None and line != said:
+            print(line, file=out, flush=True)
+            said = line
+
+
 def cmd_lesson(args: argparse.Namespace) -> int:
     root = checkout()
     host = "localhost" if args.address in ("0.0.0.0", "::") else args.address
@@ -89,7 +114,12 @@ def cmd_lesson(args: argparse.Namespace) -> int:
           "engine at the first start, in about a minute; live at /app meanwhile)", flush=True)
     argv = lesson_argv(args.port, args.address, args.procs, args.allow)
     print(f"(in {root}: panel serve {' '.join(argv[4:])})", flush=True)
-    return _run(argv)
+    stop = threading.Event()
+    threading.Thread(target=watch_recording, args=(f"http://{host}:{args.port}/", stop), daemon=True).start()
+    try:
+        return _run(argv)
+    finally:
+        stop.set()
 
 
 def cmd_class(rest: list[str]) -> int:

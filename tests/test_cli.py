@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,43 @@ def test_pip_install_gives_the_kvviz_command(tmp_path):
     assert done.returncode == 0 and "--address" in done.stdout, done.stderr
     assert (target / "kernels" / "cpu" / "paged_decode.c").is_file()  # (package data: the C kernel's source)
     assert (target / "kvviz" / "export" / "player.js").is_file()
+
+
+def test_the_first_recordings_progress_is_printed_until_it_is_ready(tmp_path):
+    """`kvviz lesson` prints a line each time the recording moves on, then one when it is ready,
+    from what kvviz/export/cache.py's recording writes (here written by the test)."""
+    import io
+    import threading
+
+    from kvviz.export import cache
+
+    root, key, out, stop = tmp_path, "k123", io.StringIO(), threading.Event()
+    watcher = threading.Thread(target=cli.watch_recording, args=("http://localhost:5006/", stop, root, key, 0.05, out))
+    watcher.start()
+    cache.write_progress(root, key, {"what": "node 01 · Fragmentation", "done": 0, "total": 4, "seconds": 0.1})
+    deadline = time.monotonic() + 10
+    while "node 01" not in out.getvalue() and time.monotonic() < deadline:
+        stop.wait(0.05)
+    cache.write_progress(root, key, {"what": "node 02 · PagedAttention", "done": 1, "total": 4, "seconds": 20})
+    while "node 02" not in out.getvalue() and time.monotonic() < deadline:
+        stop.wait(0.05)
+    (root / key).mkdir()
+    (root / key / "index.html").write_text("<html></html>")
+    watcher.join(timeout=10)
+    stop.set()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "recording node 01 · Fragmentation… 0% (page 1 of 4), the live lesson at /app meanwhile"
+    assert lines[1] == "recording node 02 · PagedAttention… 25% (page 2 of 4), the live lesson at /app meanwhile"
+    assert lines[2].startswith("The recorded lesson is ready (") and lines[2].endswith("s): http://localhost:5006/")
+    assert len(lines) == 3 and not watcher.is_alive()
+
+
+def test_a_ready_recording_prints_nothing(tmp_path):
+    import io
+    import threading
+
+    (tmp_path / "k1").mkdir()
+    (tmp_path / "k1" / "index.html").write_text("<html></html>")
+    out = io.StringIO()
+    cli.watch_recording("http://localhost:5006/", threading.Event(), tmp_path, "k1", 0.01, out)
+    assert out.getvalue() == ""
