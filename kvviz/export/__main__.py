@@ -22,9 +22,13 @@ def main(argv: list[str] | None = None, prog: str = "python -m kvviz.export") ->
     if args.live_url is not None and not args.live_url.startswith(("http://", "https://")):
         parser.error("--live-url must start with http:// or https://")
     torch.set_num_threads(1)
+    from kvviz.export.cache import progress_line
     from kvviz.export.site import export
 
-    for page in export(args.out, args.live_url, args.only):
+    def progress(what: str, done: int, total: int) -> None:
+        print(progress_line({"what": what, "done": done, "total": total}), flush=True)
+
+    for page in export(args.out, args.live_url, args.only, progress=progress):
         print(f"{page}  {page.stat().st_size / 1e6:.2f} MB")
     return 0
 
