@@ -1,6 +1,6 @@
 # kvviz: the two commands a teacher needs.
-#   make lesson   set up (first time) and serve the lesson at http://localhost:5006/app and the
-#                 teacher page at /teacher (its passphrase is printed at start)
+#   make lesson   set up (first time) and serve the lesson at http://localhost:5006/ and the
+#                 teacher page at /teacher (its passphrase is printed at start): `kvviz lesson`
 #   make test     set up (first time) and run every test, browser tests included
 # Both create a virtual environment in .venv; nothing is installed system-wide except
 # Debian's Chromium for the browser tests and Debian's PostgreSQL for the hand-in storage tests
@@ -20,23 +20,29 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The lesson's install (requirements.txt: no Triton, no test tools) is kept small: no bytecode
+# compiled ahead (Python writes it for what the lesson imports, at its first start), and without
+# the C++ test programs that torch's wheel carries (torch/test, torch/bin's tests), which nothing
+# runs: 0.95 GB rather than 1.3 (docs/install.md, "Size").
+SITE_PACKAGES = $(VENV)/lib/python3*/site-packages
 $(VENV)/.lesson-installed: requirements.txt | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
+	rm -rf $(SITE_PACKAGES)/torch/test $(SITE_PACKAGES)/torch/bin/test_* $(SITE_PACKAGES)/torch/bin/*Test
 	touch $@
 
-$(VENV)/.test-installed: requirements.txt requirements-test.txt | $(BIN)/python
+$(VENV)/.test-installed: requirements.txt requirements-gpu.txt requirements-test.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt
 	touch $@ $(VENV)/.lesson-installed
 
 # Hand-ins go to KVVIZ_DB (default ./kvviz-class.db), shared by the PROCS processes; the teacher's
 # passphrase is KVVIZ_TEACHER_KEY, else one generated once and stored there (printed here).
+# `kvviz lesson` (kvviz/cli.py) prints the passphrase and the students' address, then runs `panel
+# serve app.py teacher.py` with the assets and the recorded lesson's routes. ALLOW, when not given:
+# localhost:PORT on localhost, any origin ('*') when ADDRESS is a network's (0.0.0.0).
 lesson: $(VENV)/.lesson-installed compiler
-	@$(BIN)/python -m kvviz.handin.key --url http://$(ADDRESS):$(PORT)/teacher
-	@echo "The lesson (students open this): http://$(ADDRESS):$(PORT)/  (recorded from this engine at the first start, in about a minute; live at /app meanwhile)"
-	$(BIN)/panel serve app.py teacher.py --port $(PORT) --address $(ADDRESS) --num-procs $(PROCS) \
-		--allow-websocket-origin '$(ALLOW)' --static-dirs assets=./assets --plugins kvviz.export.routes
+	$(BIN)/python -m kvviz lesson --port $(PORT) --address $(ADDRESS) --procs $(PROCS)$(if $(filter file,$(origin ALLOW)),, --allow '$(ALLOW)')
 
-# make class: serve a whole class from this machine, every core busy (deploy/class_server.py): one
+# make class: serve a whole class from this machine, every core busy (`kvviz class`: deploy/class_server.py): one
 # single-process `panel serve app.py` per core (BACKENDS, default: every core) on 127.0.0.1:5100+i,
 # behind Debian's nginx on ADDRESS:PORT (default 0.0.0.0:5006), which keeps each student on one
 # backend. Students open http://<this machine's address>:PORT/app, the teacher /teacher (both printed
@@ -48,10 +54,10 @@ BACKENDS ?= $(shell nproc 2>/dev/null || echo 2)
 CLASS_ADDRESS = $(if $(filter file,$(origin ADDRESS)),0.0.0.0,$(ADDRESS))
 CLASS_ALLOW = $(if $(filter file,$(origin ALLOW)),*,$(ALLOW))
 
-# With KVVIZ_DB=postgresql://... (a lecture hall: README), Debian's PostgreSQL is installed first
-# when missing, as nginx is (its user and database: README "A lecture hall", step 1).
+# With KVVIZ_DB=postgresql://... (a lecture hall: docs/lesson.md), Debian's PostgreSQL is installed first
+# when missing, as nginx is (its user and database: docs/lesson.md, "A lecture hall", step 1).
 class: $(VENV)/.lesson-installed compiler nginx $(if $(findstring postgresql,$(KVVIZ_DB)),postgres)
-	BOKEH_VALIDATE_DOC=false $(BIN)/python deploy/class_server.py --address '$(CLASS_ADDRESS)' \
+	$(BIN)/python -m kvviz class --address '$(CLASS_ADDRESS)' \
 		--port $(PORT) --allow '$(CLASS_ALLOW)' --backends $(BACKENDS) $(foreach u,$(UPSTREAM),--upstream $(u))
 
 # make backends: only the backends of `make class`, for another machine of a lecture hall (the
@@ -60,7 +66,7 @@ class: $(VENV)/.lesson-installed compiler nginx $(if $(findstring postgresql,$(K
 # (a postgresql:// URL shared by every machine; see deploy/README.md). Ctrl-C stops them.
 BASE_PORT ?= 5100
 backends: $(VENV)/.lesson-installed compiler
-	BOKEH_VALIDATE_DOC=false $(BIN)/python deploy/class_server.py --backends-only --backend-address 0.0.0.0 \
+	$(BIN)/python -m kvviz class --backends-only --backend-address 0.0.0.0 \
 		--base-port $(BASE_PORT) --allow '$(CLASS_ALLOW)' --backends $(BACKENDS)
 
 # Debian's nginx for `make class`, installed with apt-get when missing (as root). Only the binary is
@@ -76,7 +82,7 @@ nginx:
 # SITE (default: site/) gets index.html and one page per node; LIVE_URL, if set, is linked from them.
 SITE ?= site
 export: $(VENV)/.lesson-installed compiler
-	$(BIN)/python -m kvviz.export '$(SITE)' $(if $(LIVE_URL),--live-url '$(LIVE_URL)')
+	$(BIN)/python -m kvviz export '$(SITE)' $(if $(LIVE_URL),--live-url '$(LIVE_URL)')
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || test -x /usr/bin/chromium || { \
@@ -136,7 +142,7 @@ $(VLLM_VENV)/kvviz-model/config.json: assets/model.pt assets/model.json tools/hf
 	$(VLLM_PY) -m tools.hf_export $(VLLM_VENV)/kvviz-model
 
 vllm: $(VLLM_VENV)/kvviz-model/config.json
-	KVVIZ_VLLM_VENV=$(abspath $(VLLM_VENV)) $(VLLM_PY) tools/vllm_server.py --port $(VLLM_PORT)
+	KVVIZ_VLLM_VENV=$(abspath $(VLLM_VENV)) $(VLLM_PY) -m kvviz vllm --port $(VLLM_PORT)
 
 # make vllm-recording: record a real vLLM session (vLLM's CPU build serving kvviz's model; node 03's
 # four questions, then two more) into assets/vllm-recording.json, with the vLLM version and time:

@@ -3,12 +3,15 @@
 'torch' runs the plain-torch references of kernels/reference.py (any device).
 'native' is 'torch' with decode attention in C (kernels/cpu_native.py: the pool read in place, not
 gathered; CPU, float32; compiled on first use, so it needs a C compiler).
-'triton' runs the Triton kernels of kernels/ (CUDA; on CPU only under TRITON_INTERPRET=1).
+'triton' runs the Triton kernels of kernels/ (CUDA; on CPU only under TRITON_INTERPRET=1). Triton is
+optional (requirements-gpu.txt; PyPI has it for Linux only): nothing imports it unless this backend
+is asked for, and 'auto' picks it only where it is installed.
 All implement the same three calls, so the model never knows which one is live.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,10 +40,22 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
+def triton_installed() -> bool:
+    """Whether Triton can be imported here (without importing it: that takes seconds)."""
+    try:
+        return importlib.util.find_spec("triton") is not None
+    except (ImportError, ValueError):  # (a broken install; or one hidden, as tests/test_requirements.py does)
+        return False
+
+
 def select_backend(name: str, device: torch.device) -> AttentionBackend:
-    """'auto' picks triton on CUDA, native on a CPU where the C kernel builds, else torch."""
+    """'auto' picks triton on CUDA (where Triton is installed), native on a CPU where the C kernel
+    builds, else torch."""
     if name == "auto":
-        name = "triton" if device.type == "cuda" else "native" if device.type == "cpu" and cpu_native.available() else "torch"
+        if device.type == "cuda" and triton_installed():
+            name = "triton"
+        else:
+            name = "native" if device.type == "cpu" and cpu_native.available() else "torch"
     if name == "native":
         if device.type != "cpu" or not cpu_native.available():
             why = "it runs on the CPU only" if device.type != "cpu" else cpu_native.unavailable_reason()
@@ -62,6 +77,8 @@ def select_backend(name: str, device: torch.device) -> AttentionBackend:
         )
     if device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError("backend='triton' needs a CUDA device, or TRITON_INTERPRET=1 to interpret the kernels on CPU")
+    if not triton_installed():
+        raise ValueError("backend='triton' needs Triton: pip install -r requirements-gpu.txt (Linux only)")
     import kernels as triton_kernels  # imported only when asked for: it pulls in triton
 
     return AttentionBackend(

@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT.parent / "shared" / "seed" / "kv-cache-lesson.txt"
 RUN = 7
-TEXTS = [*sorted((ROOT / "kvviz").rglob("*.py")), ROOT / "app.py", ROOT / "README.md", ROOT / "assets" / "embed.html"]
+TEXTS = [*sorted((ROOT / "kvviz").rglob("*.py")), ROOT / "app.py", ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+         ROOT / "assets" / "embed.html"]
 
 
 def runs(text: str) -> set[tuple[str, ...]]:

@@ -71,7 +71,7 @@ def test_node_04_without_vllm_shows_the_recording_labelled_with_real_cards(shown
     out = status_html(shown)
     assert 'data-state="recording"' in out and "A recording, not live" in out
     assert played.recording.vllm_version in out and played.recording.day in out
-    assert "make vllm" not in out  # (for the teacher: README, /teacher)
+    assert "make vllm" not in out  # (for the teacher: README, docs/vllm.md, /teacher)
     cards = cards_html(shown)
     assert "–" not in cards and f"{len(played.last.tree.blocks)} / {NUM_BLOCKS}" in cards
     assert all(f'title="{c.counts}' in cards.replace("&#x27;", "'") for c in CARDS)

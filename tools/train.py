@@ -253,9 +253,10 @@ def train(cfg: TrainConfig, out: Path, command: str) -> dict[str, Any]:
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         if step % 10 == 0 or step == cfg.steps - 1:
+            elapsed, done = time.time() - started, (step + 1) / cfg.steps
             print(
-                f"step {step:5d}  lr {learning_rate(step, cfg):.2e}  train {loss.item():.3f}  "
-                f"{time.time() - started:6.0f}s",
+                f"step {step:5d} of {cfg.steps} ({100 * done:3.0f}%)  lr {learning_rate(step, cfg):.2e}  "
+                f"train {loss.item():.3f}  {elapsed:6.0f}s, about {elapsed / done - elapsed:.0f}s left",
                 flush=True,
             )
         if (step + 1) % cfg.eval_every == 0 and step + 1 < cfg.steps:

@@ -11,8 +11,8 @@ import torch
 from kvviz.export.recipes import recipes
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kvviz.export", description=__doc__)
+def main(argv: list[str] | None = None, prog: str = "python -m kvviz.export") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("out", type=Path, help="the folder to write (created; its pages are overwritten)")
     parser.add_argument("--live-url", default=None,
                         help="where the live lesson runs, linked from the pages (e.g. https://example.edu:5006/app)")
@@ -22,9 +22,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.live_url is not None and not args.live_url.startswith(("http://", "https://")):
         parser.error("--live-url must start with http:// or https://")
     torch.set_num_threads(1)
+    from kvviz.export.cache import progress_line
     from kvviz.export.site import export
 
-    for page in export(args.out, args.live_url, args.only):
+    def progress(what: str, done: int, total: int) -> None:
+        print(progress_line({"what": what, "done": done, "total": total}), flush=True)
+
+    for page in export(args.out, args.live_url, args.only, progress=progress):
         print(f"{page}  {page.stat().st_size / 1e6:.2f} MB")
     return 0
 

@@ -12,7 +12,6 @@ wait for it.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -56,7 +55,7 @@ def make(root: Path | None = None, k: str | None = None) -> Path:
     root, k = root or cache_root(), k or key()
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f"{k}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # (waits while another process records)
+        _lock(lock)  # (waits while another process records)
         if (done := ready(root, k)) is not None:
             return done
         import torch
@@ -67,16 +66,67 @@ def make(root: Path | None = None, k: str | None = None) -> Path:
         work = root / f"{k}.partial-{os.getpid()}"
         shutil.rmtree(work, ignore_errors=True)
         started = time.monotonic()
-        export(work, served=True)
+
+        def report(what: str, done: int, total: int) -> None:
+            write_progress(root, k, {"what": what, "done": done, "total": total,
+                                     "seconds": round(time.monotonic() - started, 1)})
+
+        export(work, served=True, progress=report)
         precompress(work)
         facts = json.loads((work / "recording.json").read_text(encoding="utf-8"))
         facts["seconds"] = round(time.monotonic() - started, 1)
         (work / "recording.json").write_text(json.dumps(facts, indent=2), encoding="utf-8")
         os.replace(work, root / k)
+        progress_path(root, k).unlink(missing_ok=True)
         for old in root.iterdir():  # older recordings of other code
             if old.is_dir() and old.name != k:  # (and half-written ones: the lock is ours)
                 shutil.rmtree(old, ignore_errors=True)
         return root / k
+
+
+def _lock(file) -> None:
+    """An exclusive lock on an open file, held until it is closed: flock where there is one
+    (Linux, macOS), else Windows' msvcrt.locking, retried while another process holds it."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        while True:
+            try:
+                msvcrt.locking(file.fileno(), msvcrt.LK_LOCK, 1)  # (itself retries for 10 s)
+                return
+            except OSError:
+                continue
+    fcntl.flock(file, fcntl.LOCK_EX)
+
+
+def progress_path(root: Path, k: str) -> Path:
+    return root / f"{k}.progress.json"
+
+
+def write_progress(root: Path, k: str, facts: dict) -> None:
+    """What the recording in progress is doing (read by `progress`), replaced whole."""
+    path = progress_path(root, k)
+    part = path.with_name(f"{path.name}.{os.getpid()}")
+    part.write_text(json.dumps(facts), encoding="utf-8")
+    os.replace(part, path)
+
+
+def progress(root: Path | None = None, k: str | None = None) -> dict | None:
+    """The recording in progress: {"what": "node 02 · PagedAttention", "done": 1, "total": 4,
+    "seconds": 21.5} (pages done of all; seconds since it started), or None when none is being made
+    (or it has not begun its first page)."""
+    try:
+        return json.loads(progress_path(root or cache_root(), k or key()).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def progress_line(facts: dict) -> str:
+    """One line for a terminal or a page: "recording node 02 · PagedAttention… 25% (page 2 of 4)"."""
+    done, total = int(facts.get("done", 0)), max(int(facts.get("total", 1)), 1)
+    return f"recording {facts.get('what', 'the lesson')}… {100 * done // total}% (page {done + 1} of {total})"
 
 
 def precompress(folder: Path) -> int:

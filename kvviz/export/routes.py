@@ -82,7 +82,8 @@ class LessonStatus(RequestHandler):
         folder = cache.ready(k=KEY)
         # warm: this process's engine is ready for what no recording holds (its frames built)
         warm = folder is not None and str(folder) in _SERVICES and _SERVICES[str(folder)].warmed()
-        self.write(json.dumps({"ready": folder is not None, "key": KEY, "warm": warm}))
+        facts = None if folder is not None else cache.progress(k=KEY)  # (the recording in progress)
+        self.write(json.dumps({"ready": folder is not None, "key": KEY, "warm": warm, "progress": facts}))
 
 
 class LessonLive(RequestHandler):

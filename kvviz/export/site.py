@@ -22,6 +22,7 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import urlencode
@@ -340,18 +341,21 @@ def write_page(doc: Document, scripts: list[str], path: Path, title: str) -> Non
     path.write_text(text, encoding="utf-8")
 
 
+Progress = Callable[[str, int, int], None]  # (what is being recorded now, pages done, pages in all)
+
+
 def export(out: Path, live_url: str | None = None, only: list[str] | None = None, served: bool = False,
-           walked: dict[str, Walked] | None = None) -> list[Path]:
+           walked: dict[str, Walked] | None = None, progress: Progress | None = None) -> list[Path]:
     """Write the site into `out` (only the node pages `only`, if given; else every node page and
     index.html); returns the pages written. `served`: for a server beside the live lesson
     (kvviz/export/routes.py), whose controls that need an engine continue live. `walked`: nodes
     already walked by this code (`walks(folder)` of its served recording), recorded from those
-    walks rather than walked again."""
+    walks rather than walked again. `progress`, if given, is told before each page is made."""
     out.mkdir(parents=True, exist_ok=True)
     for name in stylesheet.STYLESHEETS:  # (the lesson's stylesheets, beside the pages)
         shutil.copyfile(ROOT / name, out / Path(name).name)
     with page_config():
-        return _write_pages(out, live_url, only, served, dict(walked or {}))
+        return _write_pages(out, live_url, only, served, dict(walked or {}), progress or (lambda *_: None))
 
 
 def page_config():
@@ -361,20 +365,23 @@ def page_config():
 
 
 def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served: bool,
-                 walked: dict[str, Walked]) -> list[Path]:
+                 walked: dict[str, Walked], progress: Progress) -> list[Path]:
     # (a served page opens node 04 live, from its link; a static one plays its vLLM recording)
     recorded = [n for n in NODES if n.key in recipes() and (n in LIVE or not served)]
     facts, pages = provenance(), []
     frames: dict[str, list] = {}  # node -> its recorded properties (build_page)
     # (walked: node -> its walk, made for its own page and reused by index.html, or given)
-    for node in [*recorded, *([] if served else [BY_KEY["explain"]])]:  # (served: explain is in index.html)
-        if only and node.key not in only:
-            continue
+    # (served: explain is in index.html only)
+    nodes = [n for n in [*recorded, *([] if served else [BY_KEY["explain"]])] if not only or n.key in only]
+    total = len(nodes) + (0 if only else 1)
+    for done, node in enumerate(nodes):
+        progress(f"node {node.number} · {node.title}", done, total)
         doc, scripts, placed = build_page([node.key], live_url, facts, served, walked)
         frames.update(placed)
         pages.append(out / f"{node.key}.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} · {node.title} (recording)")
     if not only:
+        progress("the whole lesson's page", len(nodes), total)
         doc, scripts, _placed = build_page([*(n.key for n in recorded), "explain"], live_url, facts, served, walked)
         pages.append(out / "index.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} (recording)")

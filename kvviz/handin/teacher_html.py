@@ -94,5 +94,5 @@ def header_html(total: int, shown: int, last: float, search: str) -> str:
 VLLM_HINT_HTML = (
     '<p class="kv-t-vllm">Node 04 shows a recording of a real vLLM until one answers: to show it live, run '
     '<code>make vllm</code> in a second terminal on the lesson\'s machine; node 04 connects by itself '
-    '(README, “A real vLLM”).</p>'
+    '(docs/vllm.md).</p>'
 )

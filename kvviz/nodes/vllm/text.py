@@ -68,7 +68,7 @@ def recording_words(played) -> str:
 
 def status_line(state, now: float | None = None) -> tuple[str, str]:
     """(kind, sentence) for the status line, kind 'connected', 'recording', 'disconnected' or
-    'waiting'. (How to start a vLLM is for the teacher: README, /teacher; not said here.)"""
+    'waiting'. (How to start a vLLM is for the teacher: docs/vllm.md, /teacher; not said here.)"""
     live, server = state.live, state.server
     now = time.time() if now is None else now
     if live is not None and live.status == "connected":
