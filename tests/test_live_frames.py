@@ -68,12 +68,12 @@ def test_a_question_is_run_by_the_engine_and_answered_with_every_state(service, 
 
 
 def test_a_button_is_done_to_the_nodes_own_widget(service):
-    status, answer = ask(service, "node=radix&sharing=1&act=Release+oldest")
+    status, answer = ask(service, "node=radix&sharing=1&act=do-release_oldest")
     assert status == 200 and "op=release" in answer["link"]
     live = RadixState(sharing=True)
     live.release_oldest()
     assert stored(answer, answer["rows"][-1]) == f"{live.snapshot.metrics.blocks_stored} blk"
-    status, answer = ask(service, "node=paging&act=Block+table+of&value=R2")
+    status, answer = ask(service, "node=paging&act=in-request&value=R2")
     assert status == 200 and "show=R2" in answer["link"]
 
 
@@ -82,7 +82,7 @@ def test_a_button_is_done_to_the_nodes_own_widget(service):
     ("node=explain", "no recorded node"),
     ("node=radix&act=Delete+everything", "is not something node 03 can do"),
     ("node=radix&act=" + "x" * 80, "too long"),
-    ("node=paging&act=Block+table+of&value=R99", "has no choice"),
+    ("node=paging&act=in-request&value=R99", "has no choice"),
     ("node=radix&extra=__class__.mro", "should not"),
     ("node=radix&op=" + "x" * MAX_QUERY, "too long"),
 ])
@@ -112,3 +112,20 @@ def test_an_action_after_a_state_the_page_holds_records_only_the_steps_from_ther
     tail = whole["rows"][len(whole["rows"]) - len(part["rows"]):]
     assert [decoded(part, r) for r in part["rows"]] == [decoded(whole, r) for r in tail]
     assert ask(service, q + "&from=x1")[0] == 400
+
+
+def test_a_self_check_about_a_students_own_run_is_answered_by_the_engine(service):
+    """Explain it back on the played page asks the server once for a run no recording holds
+    (kvviz/export/checks.js): the question and the engine's answer are the live lesson's."""
+    from urllib.parse import parse_qs
+
+    from kvviz.lesson import Lesson
+
+    query = "reserve=12&free_r2=1"
+    status, answer = ask(service, f"node=fragmentation&{query}&check=gap_after_free")
+    explain = Lesson(parse_qs(query)).states["explain"]
+    assert status == 200 and answer["asked"]["gap_after_free"] == {
+        "question": explain.question("gap_after_free"), "answer": explain.engine_answer("gap_after_free")}
+    assert set(answer["facts"]) == {"frag_use", "frag_gap"}
+    status, answer = ask(service, "node=fragmentation&check=stored_switched")  # (node 03's check)
+    assert status == 400 and "no such self-check" in answer["message"]

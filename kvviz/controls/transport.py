@@ -124,7 +124,7 @@ class Transport(pn.viewable.Viewer):
         for button, method in ((self.rewind, s.rewind), (self.back, s.step_back), (self.fwd, s.step),
                                (self.play, s.toggle_play)):
             button.on_click(act(method))
-            button.css_classes = ["kv-transport-button"]
+            button.css_classes = ["kv-transport-button", f"kv-do-{method.__name__}"]  # (its id: kvviz/nodes/recipe.py)
         self.speed = pn.widgets.Select(options=SPEEDS, value=PLAY_PERIOD_MS, width=190, margin=(5, 10),
                                        css_classes=["kv-speed"])
         self.speed.param.watch(lambda e: self.player.set_period(e.new), "value")

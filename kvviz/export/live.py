@@ -1,13 +1,13 @@
 """What no recording holds, computed on request and played by the page like a recording.
 
-    GET /lesson-live?node=radix&sharing=1&op=ask:What%20is%20a%20page%3F[&act=<label>&value=<v>]
+    GET /lesson-live?node=radix&sharing=1&op=ask:What%20is%20a%20page%3F[&act=<control id>&value=<v>]
                     [&from=<step>][&extra=<place>.<property>]...
 
 A played page (kvviz/export/player.js) sends a node's link here when a student does something
 no recording holds: types a prompt or a question, presses Release oldest or Fill the pool, opens
 a link to a state that was not recorded, or acts on a state that came from here. This process's
 engine puts the node where the link says (the restore path that links use), applies the action
-to the node's own widget (`act`, by its label: as a click in the live lesson would), runs it to
+to the node's own widget (`act`, by its id: as a click in the live lesson would), runs it to
 its end and records that one branch, from its settled end back to its start, with the same
 figures and the same code as the recording (kvviz/export/record.py). The answer is the branch:
 one more set of states for the page's player, which then plays it with Step, Play and Rewind
@@ -89,9 +89,10 @@ class Frames:
         self.now = initial_values(self.models)
         self.touched: set[tuple[str, str]] = set()
         self.doc.on_change(self._collect)
-        self.widgets = {w.name: w for w in column.select(pn.widgets.Widget) if isinstance(w.name, str)}
-        allowed = {c.label for c in recipe.controls if c.action not in TRANSPORT_ACTIONS} | set(recipe.live_only)
-        self.actions = {label: w for label, w in self.widgets.items() if label in allowed}
+        # (the node's own widgets a request may act on, by id: the class `kv-<id>` the view gives each)
+        allowed = {c.id for c in recipe.controls if c.action not in TRANSPORT_ACTIONS} | set(recipe.live_only)
+        self.actions = {c[3:]: w for w in column.select(pn.widgets.Widget) for c in (w.css_classes or [])
+                        if c.startswith("kv-") and c[3:] in allowed}
 
     def _column_model(self, column):
         found = [m for m in self.doc.models if f"kv-recorded-{self.key}" in (getattr(m, "css_classes", None) or [])]
@@ -118,10 +119,11 @@ class Frames:
                 self.now.pop((mid, attr), None)
         return changed
 
-    def _act(self, label: str, value: str | None) -> None:
-        widget = self.actions.get(label)
+    def _act(self, control: str, value: str | None) -> None:
+        widget = self.actions.get(control)
         if widget is None:
-            raise FrameError(f"{label!r} is not something node {BY_KEY[self.key].number} can do here.")
+            raise FrameError(f"{control!r} is not something node {BY_KEY[self.key].number} can do here.")
+        label = widget.name
         if isinstance(widget, pn.widgets.Button):
             widget.clicks += 1
         elif isinstance(widget, pn.widgets.Checkbox):

@@ -336,10 +336,10 @@
 
     // A control that needs the engine (Release oldest, Fill the pool, a select): the server does it.
     doLive(what) {
-      if (!what || typeof what.label !== "string") return;
-      if (what.value !== undefined && this.isShown(what.id, "value", what.value)) return; // (an echo of show())
-      if (this.commitsDraft(what.label)) return;
-      this.live({ act: what.label, value: what.value, after: what.value === undefined });
+      if (!what || typeof what.id !== "string") return;
+      if (what.value !== undefined && this.isShown(what.model, "value", what.value)) return; // (an echo of show())
+      if (this.commitsDraft(what.id)) return;
+      this.live({ act: what.id, value: what.value, after: what.value === undefined });
     }
 
     // Whether the state shown holds `value` for this model's property (a select that BokehJS
@@ -350,7 +350,7 @@
       return i >= 0 && i < this.shown.length && decode(this.rec.values[this.shown[i]]) === value;
     }
 
-    // The button that commits the node's box (meta.typed.button: an action or a label), pressed
+    // The button that commits the node's box (meta.typed.button: an action or a control's id), pressed
     // while the box holds text the student typed (not yet sent, not a text the page set): that
     // text is run, as Enter would. Returns whether it was.
     commitsDraft(actionOrLabel) {

@@ -1,10 +1,12 @@
 """The page's player: replays a node's recording (kvviz/export/record.py) in the browser.
 
 `PLAYER_JS` (player.js beside this file) runs once per page. Each recorded node registers its
-recording and a controller; the node's own Bokeh widgets call `window.kvvizPlayer.act(node,
-action, value)` through CustomJS callbacks (`wire`). Controls that need a live engine either
-have the server's engine run them (`wire_live`: a page served beside the live lesson; the answer
-is played like the recording) or are shown disabled (`disable`: a copy with no server).
+recording and what its own actions do, as data (its recipe's `vars`, `branch`, `actions`); the
+node's own Bokeh widgets call `window.kvvizPlayer.act(node, action, value)` through CustomJS
+callbacks (`wire`). A control is found by its id: the class `kv-<id>` its view gives it (never
+its label or placeholder). Controls that need a live engine either have the server's engine run
+them (`wire_live`: a page served beside the live lesson; the answer is played like the
+recording) or are shown disabled (`disable`: a copy with no server).
 """
 
 from __future__ import annotations
@@ -18,21 +20,16 @@ from kvviz.nodes.recipe import Control
 PLAYER_JS = (Path(__file__).with_name("player.js")).read_text(encoding="utf-8")
 
 
+def classes(model) -> list[str]:
+    return list(getattr(model, "css_classes", None) or [])
+
+
 def _find(models, control: Control):
-    """The Bokeh model of a control among `models` (a node's), by kind and label (its title for
-    sliders and inputs)."""
-    for model in models:
-        kind = type(model).__name__
-        if control.kind == "button" and "Button" in kind and getattr(model, "label", None) == control.label:
-            return model
-        if control.kind == "slider" and "Slider" in kind and getattr(model, "title", None) == control.label:
-            return model
-        if control.kind == "checkbox" and kind == "Checkbox" and getattr(model, "label", None) == control.label:
-            return model
-        if control.kind == "select" and kind.endswith("Select") and any(
-                control.label in str(o) for o in getattr(model, "options", [])):
-            return model
-    raise LookupError(f"no {control.kind} labelled {control.label!r} in the page")
+    """The Bokeh model of a control among `models` (a node's), by its id."""
+    found = [m for m in models if f"kv-{control.id}" in classes(m)]
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} {control.kind}s with id {control.id!r} in the page")
+    return found[0]
 
 
 def wire(models, node: str, controls):
@@ -55,22 +52,22 @@ def wire(models, node: str, controls):
     return play
 
 
-def wire_live(models, node: str, labels) -> None:
-    """The controls that need a live engine (by label or title) send the node's state to the
-    server, whose engine runs it (kvviz/export/live.py): a typed prompt is carried as the link's
-    last request (the recipe's `typed`); a button or a select is done by the server to the
-    node's own widget of that label."""
-    for model in _live_controls(models, labels, predictions=False):
+def wire_live(models, node: str, ids) -> None:
+    """The controls that need a live engine (by id) send the node's state to the server, whose
+    engine runs it (kvviz/export/live.py): a typed prompt is carried as the link's last request
+    (the recipe's `typed`); a button or a select is done by the server to the node's own widget
+    of that id."""
+    for model in _live_controls(models, ids, predictions=False):
         kind = type(model).__name__
-        label = getattr(model, "label", None) if "Button" in kind else getattr(model, "title", None)
-        call = f"window.kvvizPlayer.act({node!r}, 'do', {{label: {label!r}"
+        cid = next(c[3:] for c in classes(model) if c[3:] in ids)
+        call = f"window.kvvizPlayer.act({node!r}, 'do', {{id: {cid!r}"
         if "TextInput" in kind:  # (Enter runs it; what is typed is kept for the box's own button)
             model.js_on_event("value_submit", CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'typed', cb_obj.value)"))
             model.js_on_change("value_input", CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'draft', cb_obj.value_input)"))
         elif "Button" in kind:
             model.js_on_event("button_click", CustomJS(code=call + "})"))
-        elif hasattr(model, "value"):  # (its id: the player tells the student's choice from its own echo)
-            model.js_on_change("value", CustomJS(code=call + ", value: cb_obj.value, id: cb_obj.id})"))
+        elif hasattr(model, "value"):  # (its model: the player tells the student's choice from its own echo)
+            model.js_on_change("value", CustomJS(code=call + ", value: cb_obj.value, model: cb_obj.id})"))
 
 
 def _is_prediction(model) -> bool:
@@ -79,12 +76,11 @@ def _is_prediction(model) -> bool:
             or getattr(model, "placeholder", None) == PREDICTION_PLACEHOLDER)
 
 
-def _live_controls(models, labels, predictions: bool = True):
+def _live_controls(models, ids, predictions: bool = True):
     for model in models:
         if not hasattr(model, "disabled"):
             continue
-        title, label = getattr(model, "title", None), getattr(model, "label", None)
-        if title in labels or label in labels or (predictions and _is_prediction(model)):
+        if any(c[3:] in ids for c in classes(model) if c.startswith("kv-")) or (predictions and _is_prediction(model)):
             yield model
 
 
@@ -115,8 +111,8 @@ PREDICTION_LABELS = ("Predict: ", "Lock in my prediction")
 PREDICTION_PLACEHOLDER = "a whole number"
 
 
-def disable(models, labels) -> None:
-    """Show the controls among `models` that need the live engine disabled: inputs by title,
-    buttons by label, and every prediction control."""
-    for model in _live_controls(models, labels):
+def disable(models, ids) -> None:
+    """Show the controls among `models` that need the live engine disabled (by id), and every
+    prediction control."""
+    for model in _live_controls(models, ids):
         model.disabled = True

@@ -266,7 +266,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
                 "actions": {name: asdict(effect) for name, effect in recipe.actions.items()}}
         if served:
             meta["models"] = order  # (a live frame names a model by its place: kvviz/export/live.py)
-            meta["controls"] = {c.action: c.label for c in recipe.controls if c.action not in TRANSPORT_ACTIONS}
+            meta["controls"] = {c.action: c.id for c in recipe.controls if c.action not in TRANSPORT_ACTIONS}
             wire_live(mine, key, recipe.live_only)
             ids.update(wire_predictions(mine, key))
             known_predict = known.predict if known is not None else None  # (none from a static page's walk)

@@ -4,7 +4,8 @@ recipe types each node's `recording.py` fills in (the export, kvviz/export/, rea
 Each recorded node's package has `recording.py` with a `recipe()`, named by its registry entry
 (`Node.recording`): its branches (set-ups whose every engine step is recorded, from the settled
 end back to the start), the branch the page opens on, its controls (each found in the page's
-Bokeh document by its label, acting on the player as `action`), what its own actions do, as
+Bokeh document by its id: the class `kv-<id>` its view gives it, never its label; acting on the
+player as `action`), what its own actions do, as
 data (`vars`, `branch`, `actions`: one generic player, kvviz/export/player.js, runs them; no
 node has JavaScript of its own), and the controls that need a live engine (`live_only`: shown
 disabled). The transport's actions are the player's own.
@@ -18,8 +19,8 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Control:
     kind: str  # "button" (click), "slider" (value), "checkbox" (active), "select" (value)
-    label: str  # its label (a button's text, a slider's title, a checkbox's label)
-    action: str  # what the player does: a transport action or one of the recipe's controller
+    id: str  # its id: the view gives the widget the class `kv-<id>` (a button `kv-do-<its method>`)
+    action: str  # what the player does: a transport action or one of the recipe's `actions`
 
 
 VALUE = "$value"  # in an `Effect.set`: the control's own value (a slider's number, a checkbox's state)
@@ -52,7 +53,7 @@ class Recipe:
     vars: dict = field(default_factory=dict)
     branch: str = ""
     actions: dict = field(default_factory=dict)
-    live_only: tuple[str, ...] = ()  # labels (buttons, inputs) disabled in the recording
+    live_only: tuple[str, ...] = ()  # ids of the controls that need an engine (disabled on a static page)
     meta: dict = field(default_factory=dict)  # facts the player needs (e.g. which box is typed into)
     # the node's key action (the one a prediction is about): target branch -> (the branch it is
     # taken from, the action on the state); the page resolves a prediction from these outcomes
@@ -60,9 +61,9 @@ class Recipe:
 
 
 TRANSPORT = (
-    Control("button", "⟲ Rewind", "rewind"), Control("button", "◀ Step back", "back"),
-    Control("button", "Step ▶", "step"), Control("button", "▶ Play", "play"),
-    Control("select", "Speed", "speed"),
+    Control("button", "do-rewind", "rewind"), Control("button", "do-step_back", "back"),
+    Control("button", "do-step", "step"), Control("button", "do-toggle_play", "play"),
+    Control("select", "speed", "speed"),
 )
 
 

@@ -56,8 +56,9 @@ class NodeView(pn.viewable.Viewer):
             self.on_interact(self.state.key)
 
     def _button(self, name: str, method, slow: bool = False, **kw) -> pn.widgets.Button:
-        """A button calling `method`; a `slow` one (a second or more) shows a spinner meanwhile."""
-        button = pn.widgets.Button(label=name, **kw)
+        """A button calling `method`; a `slow` one (a second or more) shows a spinner meanwhile. Its
+        class `kv-do-<method's name>` names it for the played page and the server (never its label)."""
+        button = pn.widgets.Button(label=name, css_classes=[*kw.pop("css_classes", []), f"kv-do-{method.__name__}"], **kw)
 
         def click(_event):
             self._touch()

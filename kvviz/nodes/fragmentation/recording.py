@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from kvviz.nodes.fragmentation import text
 from kvviz.nodes.fragmentation.state import FragmentationState
 from kvviz.nodes.recipe import TRANSPORT, VALUE, Control, Effect, Recipe, fresh
 
@@ -22,8 +21,8 @@ def recipe() -> Recipe:
     return Recipe(
         branches={f"r{r}f{int(f)}": _branch(r, f) for r in range(lo, hi + 1) for f in (False, True)},
         default=f"r{default}f0",
-        controls=(Control("slider", text.RESERVE_LABEL, "reserve"), Control("button", "Free R2", "free_r2"),
-                  Control("button", "Reset", "reset"), *TRANSPORT),
+        controls=(Control("slider", "reserve", "reserve"), Control("button", "do-free_r2", "free_r2"),
+                  Control("button", "do-reset", "reset"), *TRANSPORT),
         vars={"reserve": default, "freed": 0}, branch="r{reserve}f{freed}",
         actions={"reserve": Effect(set={"reserve": VALUE}), "free_r2": Effect(set={"freed": 1}),
                  "reset": Effect(reset=True)},

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from kvviz.nodes.paging import text
 from kvviz.nodes.recipe import TRANSPORT, Control, Effect, Recipe, fresh
 
 ADDS = 8  # the recording holds this many Add requests of the default stream
@@ -19,10 +18,10 @@ def recipe() -> Recipe:
     return Recipe(
         branches={f"a{k}": _branch(k) for k in range(ADDS + 1)},
         default="a0",
-        controls=(Control("button", "Add request", "add"), Control("button", "Reset", "reset"), *TRANSPORT),
+        controls=(Control("button", "do-add_request", "add"), Control("button", "do-reset", "reset"), *TRANSPORT),
         vars={"adds": 0}, branch="a{adds}",
         actions={"add": Effect(count="adds", most=ADDS, play=True), "reset": Effect(reset=True)},
-        live_only=(text.PROMPT_LABEL, "Block table of"),
+        live_only=("in-prompt", "in-request"),
         meta={"typed": {"param": "add", "prefix": "", "drop": ["add_gap"], "button": "add"}},
         keys={f"a{k + 1}": (f"a{k}", lambda s: s.add_request(settle=True)) for k in range(ADDS)},
     )

@@ -19,11 +19,12 @@ class PagingView(NodeView):
         super().__init__(**params)
         s = self.state
         box = pn.widgets.TextInput.from_param(s.param.prompt, label=text.PROMPT_LABEL, max_length=fmt.PROMPT_MAX_CHARS,
-                                              sizing_mode="stretch_width", min_width=220)
+                                              sizing_mode="stretch_width", min_width=220, css_classes=["kv-in-prompt"])
         box.param.watch(lambda _e: (self._touch(), s.add_request()), "enter_pressed")
         add = self._button("Add request", s.add_request, color="primary")
         reset = self._button("Reset", s.reset)
-        chooser = pn.widgets.Select.from_param(s.param.request, label="Block table of", width=160)
+        chooser = pn.widgets.Select.from_param(s.param.request, label="Block table of", width=160,
+                                               css_classes=["kv-in-request"])
         self._layout = section(
             s.key,
             prose(text.PROSE),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from kvviz.nodes.radix import text
-from kvviz.nodes.radix.state import RadixState
 from kvviz.nodes.recipe import TRANSPORT, VALUE, Control, Effect, Recipe, fresh
 
 
@@ -18,10 +16,10 @@ def recipe() -> Recipe:
     return Recipe(
         branches={"s0": _branch(False), "s1": _branch(True)},
         default="s0",
-        controls=(Control("checkbox", RadixState.param.sharing.label, "sharing"), Control("button", "Reset", "reset"), *TRANSPORT),
+        controls=(Control("checkbox", "sharing", "sharing"), Control("button", "do-reset", "reset"), *TRANSPORT),
         vars={"sharing": 0}, branch="s{sharing}",
         actions={"sharing": Effect(set={"sharing": VALUE}), "reset": Effect(reset=True)},
-        live_only=(text.QUESTION_LABEL, "Add request", "Release oldest", "Fill the pool"),
-        meta={"typed": {"param": "op", "prefix": "ask:", "drop": ["op_gap"], "button": "Add request"}},
+        live_only=("in-question", "do-add_request", "do-release_oldest", "do-fill_pool"),
+        meta={"typed": {"param": "op", "prefix": "ask:", "drop": ["op_gap"], "button": "do-add_request"}},
         keys={"s1": ("s0", lambda s: setattr(s, "sharing", True))},
     )

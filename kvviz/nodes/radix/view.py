@@ -46,7 +46,7 @@ class RadixView(NodeView):
         sharing.param.watch(self._touch, "value")
         box = pn.widgets.TextInput.from_param(s.param.prompt, label=text.QUESTION_LABEL,
                                               max_length=fmt.PROMPT_MAX_CHARS, sizing_mode="stretch_width",
-                                              min_width=220)
+                                              min_width=220, css_classes=["kv-in-question"])
         box.param.watch(lambda _e: (self._touch(), s.add_request()), "enter_pressed")
         events = LiveHTML(events_html(s.snapshot), sizing_mode="stretch_width", margin=(0, 10))
         s.param.watch(Redraw(lambda: setattr(events, "object", events_html(s.snapshot))), "snapshot")

@@ -10,7 +10,6 @@ Sending questions needs a vLLM: those controls are hidden in recording mode, and
 from __future__ import annotations
 
 from kvviz.nodes.recipe import Control, Effect, Recipe
-from kvviz.nodes.vllm import text
 
 
 def _end(state) -> None:
@@ -21,7 +20,7 @@ def recipe() -> Recipe:
     return Recipe(
         branches={"r": _end},
         default="r",
-        controls=(Control("button", "▶ Replay the recording", "replay"),),
+        controls=(Control("button", "do-replay", "replay"),),
         branch="r", actions={"replay": Effect(replay=True)},
-        live_only=(text.QUESTION_LABEL, "Send to vLLM", "Send the lesson's four questions"),
+        live_only=("in-question", "do-send", "do-send_four"),
     )

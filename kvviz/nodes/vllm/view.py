@@ -178,14 +178,14 @@ class VllmView(pn.viewable.Viewer):
         s.batch_updates = pn.io.hold
         s.attach()
         box = pn.widgets.TextInput.from_param(s.param.prompt, label=text.QUESTION_LABEL, sizing_mode="stretch_width",
-                                              min_width=220, max_length=fmt.PROMPT_MAX_CHARS)
+                                              min_width=220, max_length=fmt.PROMPT_MAX_CHARS, css_classes=["kv-in-question"])
         box.param.watch(lambda _e: s.send(), "enter_pressed")
-        send = pn.widgets.Button(label="Send to vLLM", color="primary")
+        send = pn.widgets.Button(label="Send to vLLM", color="primary", css_classes=["kv-do-send"])
         send.on_click(lambda _e: s.send())
-        four = pn.widgets.Button(label="Send the lesson's four questions")
+        four = pn.widgets.Button(label="Send the lesson's four questions", css_classes=["kv-do-send_four"])
         four.on_click(lambda _e: s.send_lesson_questions())
         self.send_row = pn.FlexBox(box, send, four, align_items="end", sizing_mode="stretch_width")
-        self.replay = pn.widgets.Button(label="▶ Replay the recording", color="primary")
+        self.replay = pn.widgets.Button(label="▶ Replay the recording", color="primary", css_classes=["kv-do-replay"])
         self.replay.on_click(lambda _e: s.replay())
         self.try_live, self.try_recorded = (prose(text.TRY, css_classes=["kv-try"]),
                                             prose(text.TRY_RECORDED, css_classes=["kv-try"]))
