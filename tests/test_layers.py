@@ -121,3 +121,18 @@ def test_the_module_list_is_whole():
     found = modules()
     assert "kvviz.controls.transport" in found and "kvviz.nodes" in found and "engine.engine" in found
     assert "tools.train" in found and "kernels.reference" in found and len(found) > 120
+
+
+def test_the_server_never_imports_the_site_writer():
+    """What serves (kvviz/export/routes.py, live.py) reads what a page and a live answer share
+    from kvviz/export/page_models.py, not from the static site's writer (issue 28)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, kvviz.export.live, kvviz.export.routes; "
+            "print('kvviz.export.site' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "KVVIZ_RECORDINGS": "off"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False"

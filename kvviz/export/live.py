@@ -48,8 +48,8 @@ from panel.io.state import set_curdoc
 
 from kvviz import urlstate
 from kvviz.export import checks
+from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
 from kvviz.export.record import Values, encode, initial_values
-from kvviz.export.site import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
 from kvviz.lesson import Lesson
 from kvviz.nodes import BY_KEY
 from kvviz.nodes.explain.checks import CHECKS

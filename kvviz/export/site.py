@@ -29,20 +29,18 @@ from urllib.parse import urlencode
 
 import panel as pn
 from bokeh.document import Document
-from bokeh.model import Model
-from bokeh.model.util import collect_filtered_models
-from bokeh.models import CustomJS
 from bokeh.resources import Resources
 from bokeh.util.paths import bokehjs_path
 
 from kvviz import page_text
 from kvviz.export import checks
+from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
 from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
 from kvviz.export.recipes import recipes
 from kvviz.export.record import Recording, record
 from kvviz.lesson import NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening
 from kvviz.nodes import BY_KEY, LIVE, NODES
-from kvviz.nodes.recipe import TRANSPORT, Recipe
+from kvviz.nodes.recipe import Recipe
 from kvviz.web import stylesheet
 from kvviz.web.keyboard import Keyboard
 
@@ -55,7 +53,6 @@ RESOURCES = Resources(mode="server", root_url="./")
 LIBRARY_RE = re.compile(r'(?:src|href)="(?:\./)?(static/(js|extensions/panel)/([A-Za-z0-9_./@^-]+?))(?:\?v=[0-9a-f]+)?"')
 
 
-TRANSPORT_ACTIONS = {c.action for c in TRANSPORT}
 
 
 def provenance() -> dict[str, str]:
@@ -74,7 +71,6 @@ def provenance() -> dict[str, str]:
 SERVED_LIVE = "../app"
 SERVED_HANDIN = "../lesson-handin"  # (kvviz/handin/endpoint.py)
 SERVED_FRAMES = "../lesson-live"  # (kvviz/export/live.py: what no recording holds)
-FRAMES_FILE = "frames.json"  # each node's recorded properties, for live.py
 
 
 # Node 04 on a served page: it watches a live vLLM, so it runs live (its link carries nothing).
@@ -143,17 +139,6 @@ def predictions(state, recipe: Recipe) -> dict:
             outcomes[target] = {"outcome": entry.outcome, "why": entry.why}
     return {"questions": questions, "outcomes": outcomes}
 
-
-def node_column(lesson: Lesson, key: str) -> pn.Column:
-    """A node's view as every recorded page holds it (and kvviz/export/live.py's frames)."""
-    return pn.Column(lesson.view(key), sizing_mode="stretch_width", css_classes=[f"kv-recorded-{key}"], margin=0)
-
-
-def model_order(model: Model) -> list[Model]:
-    """The models of a node's view (its column's `model`) in a fixed order: the same in every page
-    that holds the node and in a live process that builds it again (the player's callbacks left
-    out), so a model is named across processes by its place in this list."""
-    return collect_filtered_models(lambda m: isinstance(m, CustomJS), model)
 
 
 def _by_class(doc: Document, css_class: str, optional: bool = False) -> str | None:
@@ -357,11 +342,6 @@ def export(out: Path, live_url: str | None = None, only: list[str] | None = None
     with page_config():
         return _write_pages(out, live_url, only, served, dict(walked or {}), progress or (lambda *_: None))
 
-
-def page_config():
-    """Panel's settings while a recorded page is built (and a live frame's view: the same models):
-    the stylesheet linked beside the pages."""
-    return pn.config.set(css_files=["kvviz.css"], raw_css=[])
 
 
 def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served: bool,
