@@ -144,16 +144,17 @@ class Frames:
             self.state.settle()
 
     def branch(self, query: str, act: str | None = None, value: str | None = None,
-               extra: list[tuple[int, str]] = (), start: int = 0) -> dict:
+               extra: list[tuple[int, str]] = (), start: int = 0, to: int | None = None) -> dict:
         """The branch the link `query` (plus `act` with `value`) leads to: every state from its
         settled end back to engine step `start` (the page holds those before: the action came
         after them), as rows of value indices over the page's properties then `props` (the
         others read), with the live lesson's link for its end. (One at a time per process: the
-        caller holds the lock.)"""
-        return self._branch(query, act, value, list(extra), start)
+        caller holds the lock.) `to`: the action is taken at that engine step of the link's run
+        (stepped back to it first), as the live lesson takes it where the student stepped back to."""
+        return self._branch(query, act, value, list(extra), start, to)
 
     def _branch(self, query: str, act: str | None, value: str | None, extra: list[tuple[int, str]],
-                start: int) -> dict:
+                start: int, to: int | None = None) -> dict:
         parsed = urlstate.parse(_multi(query))
         notices = list(parsed.notices)
         url = BY_KEY[self.key].url
@@ -163,6 +164,8 @@ class Frames:
             fresh(state)
             if url is not None:
                 url.restore(state, parsed.links[self.key], notices)
+            while to is not None and state.step_count > to and state.step_back():
+                pass  # (the action is taken at that step of the run, as the live lesson takes it)
             if act:
                 self._act(act, value)
         wanted = [(self.models[i].id, a) for i, a in self.props]
@@ -265,11 +268,11 @@ class Service:
     def answer(self, query: str) -> tuple[int, bytes]:
         """(HTTP status, gzipped JSON) for a request's query string."""
         try:
-            key, link, act, value, extra, start = self.parse(query)
+            key, link, act, value, extra, start, to = self.parse(query)
         except FrameError as e:
             return 400, gz({"ok": False, "message": str(e)})
         check = dict(parse_qsl(query)).get("check")
-        cache_key = (key, link, act, value, tuple(extra), start, check)
+        cache_key = (key, link, act, value, tuple(extra), start, to, check)
         with self.lock:
             if cache_key in self.kept:
                 self.kept.move_to_end(cache_key)
@@ -279,7 +282,8 @@ class Service:
             # no session's document, nor its stylesheets, is taken for this one)
             with self.engine, set_curdoc(_NO_SESSION):
                 frames = self._frames(key)
-                answer = frames.check(link, check[:40]) if check else frames.branch(link, act, value, extra, start)
+                answer = (frames.check(link, check[:40]) if check
+                          else frames.branch(link, act, value, extra, start, to))
                 body = gz({"ok": True, **answer})
         except FrameError as e:
             return 400, gz({"ok": False, "message": str(e)})
@@ -289,7 +293,7 @@ class Service:
                 self.kept.popitem(last=False)
         return 200, body
 
-    def parse(self, query: str) -> tuple[str, str, str | None, str | None, list[tuple[int, str]], int]:
+    def parse(self, query: str) -> tuple[str, str, str | None, str | None, list[tuple[int, str]], int, int | None]:
         if len(query) > MAX_QUERY:
             raise FrameError("That link is too long to run.")
         pairs = parse_qsl(query, keep_blank_values=True)
@@ -300,6 +304,9 @@ class Service:
         params = set(BY_KEY[key].url.PARAMS) if BY_KEY[key].url is not None else set()
         link = urlencode([(k, v) for k, v in pairs if k in params])
         act, value = one.get("act"), one.get("value")
+        to = one.get("to")
+        if to is not None and not re.fullmatch(r"\d{1,5}", to):
+            raise FrameError("That request names a step it should not.")
         if act is not None and len(act) > 60 or value is not None and len(value) > 60:
             raise FrameError("That action is too long.")
         extra = []
@@ -312,7 +319,7 @@ class Service:
         start = one.get("from", "0")
         if not re.fullmatch(r"\d{1,5}", start):
             raise FrameError("That request names a step it should not.")
-        return key, link, act or None, value, extra, int(start)
+        return key, link, act or None, value, extra, int(start), None if to is None else int(to)
 
 
 def gz(data: dict) -> bytes:

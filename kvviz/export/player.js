@@ -225,6 +225,11 @@
         this.live({ act: this.meta.controls[action], value });
       } else if (c[action] && this.commitsDraft(action)) {
         // (the box holds the student's own text: that is what this button adds)
+      } else if (c[action] && c[action].count && this.index < this.last() && config.frames
+                 && (this.meta.controls || {})[action]) {
+        // (a request added at a step before the run's end: no recording holds that, as the live
+        // lesson adds it right there; the server's engine runs it from this step)
+        this.live({ act: this.meta.controls[action], to: this.rec.steps[this.branch][this.index], after: true });
       } else if (c[action]) {
         this.play(false);
         const before = this.branch;
@@ -241,6 +246,7 @@
 
     run(effect, value) {
       const v = this.vars;
+      const was = this.branchOf(v);
       if (effect.reset) Object.assign(v, this.meta.vars || {});
       for (const [k, x] of Object.entries(effect.set || {})) {
         const given = x === "$value" ? value : x;
@@ -256,6 +262,8 @@
         at = first < 0 ? steps.length - 1 : first;
       }
       if (effect.replay) at = 0;
+      // (an action that changes nothing, e.g. Free R2 once freed, leaves the state where it is, as live)
+      if (!effect.count && !effect.replay && !effect.reset && this.branchOf(v) === was && this.branch === was) return;
       this.go(this.branchOf(v), at);
       if (effect.play || effect.replay) this.play(true);
     }
@@ -375,7 +383,12 @@
     // is one more branch, shown at its end. `after`: the action comes after the end of the branch
     // shown, whose states before it the new branch shares (the server records only the rest).
     // Says why when it can't; the recording keeps playing.
-    async live({ base, extra, drop, act, value, at, after } = {}) {
+    async live(what) {
+      this.busy = (this.busy || 0) + 1; // (a request in flight: tests and benchmarks wait on it)
+      try { await this.ask(what || {}); } finally { this.busy -= 1; }
+    }
+
+    async ask({ base, extra, drop, act, value, at, after, to }) {
       this.play(false);
       const pane = this.ids.live ? this.doc.get_model_by_id(this.ids.live) : null;
       const say = (html) => { if (pane) { pane.text = escapeHtml(html); pane.visible = true; } };
@@ -393,7 +406,8 @@
       for (const x of this.extras()) q.append("extra", x);
       const shared = after && base === undefined && this.branch
         ? { rows: this.rec.branches[this.branch], steps: this.rec.steps[this.branch] } : null;
-      if (shared) q.set("from", String(shared.steps[shared.steps.length - 1]));
+      if (shared) q.set("from", String(to !== undefined ? to : shared.steps[shared.steps.length - 1]));
+      if (to !== undefined) q.set("to", String(to)); // (the action is taken at that step, not at the end)
       const ticket = (this.asked += 1);
       say(`<p class="kv-live-note" role="status">Running this on the server's engine…</p>`);
       let data = null;

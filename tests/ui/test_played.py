@@ -297,9 +297,9 @@ def test_scripted_actions_send_no_request_of_any_kind(page, recorded):
     settled(page)
     sent = len(traffic["requests"])
     add = page.get_by_role("button", name="Add request").first
-    for _ in range(2):
+    for _ in range(2):  # (each played to its end: one added while the last plays is the server's, as live)
         add.click()
-        page.wait_for_timeout(300)
+        expect(page.locator('.kv-step[data-node="paging"]')).to_contain_text("idle", timeout=30_000)
     page.get_by_role("button", name="⟲ Rewind").nth(1).click()  # (stops the Play an Add started)
     expect(page.locator('.kv-step[data-node="paging"]')).to_contain_text("step 0")
     for n in range(1, 4):
@@ -419,3 +419,19 @@ def test_explain_it_back_is_on_the_page_and_a_hand_in_keeps_everything(page, rec
     assert len(again) == 1 and again[0].answer == stored[0].answer
     assert len(again[0].predictions) == 1 and len(again[0].checks) == 1
     assert page.kv_errors == []
+
+
+def test_add_request_at_a_step_before_the_runs_end_is_added_there_as_live(page, recorded):
+    """Step back, then Add request: the live lesson adds it at that step; no recording holds
+    that, so the server's engine runs it from there (one request), and the page shows its steps."""
+    from kvviz.nodes.paging.state import PagingState
+
+    live = PagingState()
+    live.step_back()
+    live.add_request(settle=True)
+    traffic = open_lesson(page, recorded)
+    page.locator(".kv-recorded-paging").get_by_role("button", name="◀ Step back").click()
+    page.locator(".kv-recorded-paging").get_by_role("button", name="Add request").click()
+    expect(page.locator('.kv-step[data-node="paging"] b')).to_have_text(str(live.step_count), timeout=LIVE_MS)
+    asked = [u for u in traffic["requests"] if "/lesson-live?" in u]
+    assert len(asked) == 1 and "to=" in asked[0] and "act=do-add_request" in asked[0]
