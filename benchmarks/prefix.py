@@ -28,6 +28,7 @@ is admitted in step 1, every request's first token appears at the end of step 1.
 
 from __future__ import annotations
 
+import gc
 import random
 import statistics
 import time
@@ -127,6 +128,11 @@ def run(size: Size, num_threads: int, backend: str = BACKEND) -> dict:
     warm_up = make_prompts(Size(num_requests=2, prefix_tokens=BLOCK_SIZE * 2, repeats=1), SEED + 1)
     for engine in engines.values():
         serve(engine, warm_up)
+    # What the process holds by now (torch, the model) out of the garbage collector's full passes, as
+    # the class server does (kvviz/process/memory.py): else one (~0.1-0.2 s here) lands in whichever
+    # run it falls in, in a run of ~0.1 s.
+    gc.collect()
+    gc.freeze()
     runs: dict[str, list[RunResult]] = {name: [] for name in engines}
     for _ in range(size.repeats):
         for name, engine in engines.items():
