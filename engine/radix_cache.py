@@ -137,8 +137,7 @@ class RadixCache:
             child = RadixNode(self._new_id(), tuple(tokens[have * self.block_size :]), new_blocks, node)
             child.last_access = self._tick()
             node.children[self._page(child.key, 0)] = child
-            for b in new_blocks:
-                self.pool.incref(b)
+            self.pool.incref_all(new_blocks)
             node = child
         return InsertResult(node, match.num_tokens)
 
