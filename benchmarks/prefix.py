@@ -130,13 +130,16 @@ def run(size: Size, num_threads: int, backend: str = BACKEND) -> dict:
         serve(engine, warm_up)
     # What the process holds by now (torch, the model) out of the garbage collector's full passes, as
     # the class server does (kvviz/process/memory.py): else one (~0.1-0.2 s here) lands in whichever
-    # run it falls in, in a run of ~0.1 s.
+    # run it falls in, in a run of ~0.1 s. (Thawed after: a test calling this goes on as it was.)
     gc.collect()
     gc.freeze()
     runs: dict[str, list[RunResult]] = {name: [] for name in engines}
-    for _ in range(size.repeats):
-        for name, engine in engines.items():
-            runs[name].append(serve(engine, prompts))
+    try:
+        for _ in range(size.repeats):
+            for name, engine in engines.items():
+                runs[name].append(serve(engine, prompts))
+    finally:
+        gc.unfreeze()
     cfg = engines["on"].config
     out = {
         "benchmark": "prefix",
