@@ -11,10 +11,13 @@ to the longest one's, so that a batch of short questions on a long cached prefix
 prompt, attended as if each question were as long as that prompt. The C reads each key and value in
 its block, for 16 query rows at a time, and computes no padded row.
 
-When no sequence has a cached prefix (a prompt's first prefill) the reference's own path is SDPA's
-causal kernel, which is as fast: such a batch is handed to it. Shapes, dtypes and every index are
-checked here before the C reads memory through them; anything the C does not handle (other dtypes,
-non-contiguous caches, more than 16 query heads per KV head) is handed to the reference too.
+A batch in which no sequence has a cached prefix (prompts' first prefills) is handed to the
+reference, whose path there is SDPA's causal kernel, as before: the C computes those too (the
+kernel tests check it, in batches that mix both) and is 1.5-4x faster per layer there (0.7 vs 1.7 ms
+for 8 prompts of 120 tokens), but a prefill without sharing is kept as it was, the same floats.
+Shapes, dtypes and every index are checked here before the C reads memory through them; anything
+the C does not handle (other dtypes, non-contiguous caches, more than 16 query heads per KV head) is
+handed to the reference too.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def paged_extend_attention(
     if not c_able or q.shape[0] == 0:
         return reference.paged_extend_attention_ref(*args)
     tables, starts, lens, longest = _check(q, k_cache, block_tables, query_start, seq_lens)
-    if bool((starts[1:] - starts[:-1] == lens).all()):  # no cached prefix: SDPA's causal kernel
+    if bool((starts[1:] - starts[:-1] == lens).all()):  # no cached prefix: the reference's causal SDPA, as before
         return reference.paged_extend_attention_ref(*args)
     _, block_size, num_kv_heads, head_dim = k_cache.shape
     q = q.contiguous()
