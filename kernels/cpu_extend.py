@@ -60,6 +60,11 @@ def _check(q: torch.Tensor, k_cache: torch.Tensor, block_tables: torch.Tensor, q
     return tables, starts, lens, int(lens.max())
 
 
+def _no_cached_prefix(query_start: torch.Tensor, seq_lens: torch.Tensor) -> bool:
+    """Whether every sequence's new tokens are all its tokens (prompts' first prefills)."""
+    return query_start.shape == (seq_lens.shape[0] + 1,) and bool((query_start[1:] - query_start[:-1] == seq_lens).all())
+
+
 def paged_extend_attention(
     q: torch.Tensor,
     k_cache: torch.Tensor,
@@ -78,11 +83,9 @@ def paged_extend_attention(
               and q.device.type == k_cache.device.type == v_cache.device.type == "cpu"
               and k_cache.is_contiguous() and v_cache.is_contiguous() and k_cache.shape == v_cache.shape
               and k_cache.dim() == 4 and q.dim() == 3 and q.shape[1] <= TILE * k_cache.shape[2])
-    if not c_able or q.shape[0] == 0:
+    if not c_able or q.shape[0] == 0 or _no_cached_prefix(query_start, seq_lens):
         return reference.paged_extend_attention_ref(*args)
     tables, starts, lens, longest = _check(q, k_cache, block_tables, query_start, seq_lens)
-    if bool((starts[1:] - starts[:-1] == lens).all()):  # no cached prefix: the reference's causal SDPA, as before
-        return reference.paged_extend_attention_ref(*args)
     _, block_size, num_kv_heads, head_dim = k_cache.shape
     q = q.contiguous()
     out = torch.empty_like(q)
