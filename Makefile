@@ -89,7 +89,7 @@ chromium:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 		else echo "The browser tests need Debian's Chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
 
-# A C compiler for the engine's decode attention on the CPU (kernels/cpu/paged_decode.c, compiled on
+# A C compiler for the engine's decode and extend attention on the CPU (kernels/cpu/*.c, compiled on
 # first use for this CPU into ~/.cache/kvviz/native): Debian's gcc, installed with apt-get when
 # missing (as root). Without one the lesson still runs, on the slower torch reference; the tests
 # need it (tests/test_native_kernel.py).

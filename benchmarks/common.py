@@ -1,9 +1,9 @@
 """What the benchmarks share: one engine setup, one command line, tables and JSON, percentiles,
 a free port (tools/browser.py's).
 
-Every benchmark measures configurations side by side in one process, on the CPU, with the
-`torch` attention backend, random weights and a fixed seed, so that two runs differ only in
-what the benchmark compares.
+Every benchmark measures configurations side by side in one process, on the CPU, with one
+attention backend (`torch`, unless the benchmark says otherwise), random weights and a fixed seed,
+so that two runs differ only in what the benchmark compares.
 """
 
 from __future__ import annotations
@@ -30,29 +30,35 @@ SIZES = ("full", "quick", "tiny")  # full: the reported numbers; quick: CI (< 60
 
 
 def engine_config(**overrides) -> EngineConfig:
-    """The benchmarks' engine: CPU, torch backend, seeded random weights; `overrides` on top."""
+    """The benchmarks' engine: CPU, torch backend (unless `overrides` name another), seeded random
+    weights; `overrides` on top."""
     from engine import EngineConfig
 
-    return EngineConfig(backend="torch", device="cpu", weights="random", seed=SEED, **overrides)
+    return EngineConfig(**{"backend": "torch", "device": "cpu", "weights": "random", "seed": SEED, **overrides})
 
 
-def parser(description: str) -> argparse.ArgumentParser:
+def parser(description: str, backend: str | None = None) -> argparse.ArgumentParser:
+    """The common flags; `--backend` too when the benchmark has a `backend` (its default)."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--size", choices=SIZES, default="full", help="workload size (default: full)")
     p.add_argument("--quick", dest="size", action="store_const", const="quick", help="same as --size quick")
     p.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
     p.add_argument("--threads", type=int, default=NUM_THREADS, help=f"torch threads (default: {NUM_THREADS})")
+    if backend is not None:
+        p.add_argument("--backend", choices=("auto", "torch", "native"), default=backend,
+                       help=f"the engine's attention backend (default: {backend})")
     return p
 
 
-def main(argv: list[str] | None, description: str, sizes: dict, run, heading, table) -> dict:
+def main(argv: list[str] | None, description: str, sizes: dict, run, heading, table, backend: str | None = None) -> dict:
     """What `python -m benchmarks.memory` and `.prefix` do: parse the common flags, run the
-    workload of the chosen size (`run(size, threads)`), print `heading(out, size, threads)`, the
-    `table(out)` and the targets, and write the JSON if asked; returns the results."""
-    args = parser(description).parse_args(argv)
+    workload of the chosen size (`run(size, threads)`, or `run(size, threads, backend)` for a
+    benchmark with a `backend`), print `heading(out, size, threads)`, the `table(out)` and the
+    targets, and write the JSON if asked; returns the results."""
+    args = parser(description, backend).parse_args(argv)
     set_threads(args.threads)
     size = sizes[args.size]
-    out = run(size, args.threads)
+    out = run(size, args.threads) if backend is None else run(size, args.threads, args.backend)
     out["size"] = args.size
     print(heading(out, size, args.threads) + "\n")
     print(table(out))

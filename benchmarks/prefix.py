@@ -1,6 +1,6 @@
 """Prefix sharing off versus on (paged), on a few-shot workload: one long shared prompt prefix.
 
-    python -m benchmarks.prefix [--quick | --size tiny] [--json PATH] [--threads N]
+    python -m benchmarks.prefix [--quick | --size tiny] [--json PATH] [--threads N] [--backend auto|torch|native]
 
 The workload (fixed seed): num_requests requests, all added at t = 0, each a shared prefix of
 prefix_tokens tokens (the few-shot examples) followed by its own question of 16 to 32 tokens
@@ -14,6 +14,9 @@ eviction): the comparison is compute only. Reported per setting:
     ttft_s          mean over requests of the time from t = 0 until its first output token
                     exists, checked after every engine step
 
+The engine's attention backend is its default, `auto` (here: `native`, the C kernels for decode and
+for prefill over a cached prefix), unless --backend names another.
+
 wall_s and ttft_s are medians over `repeats` runs, off and on alternating; each run starts from
 a reset engine (empty prefix cache).
 
@@ -25,6 +28,7 @@ is admitted in step 1, every request's first token appears at the end of step 1.
 
 from __future__ import annotations
 
+import gc
 import random
 import statistics
 import time
@@ -45,6 +49,7 @@ BLOCK_SIZE = 16
 QUESTION_TOKENS = (16, 32)  # inclusive range of each request's own question
 NEW_TOKENS = 8  # a short answer, as in few-shot classification or extraction
 SETTINGS = {"off": False, "on": True}  # prefix_sharing
+BACKEND = "auto"  # the engine's default (--backend)
 
 
 @dataclass(frozen=True)
@@ -81,9 +86,10 @@ def pool_blocks(size: Size) -> int:
     return size.num_requests * ceil_div(longest, BLOCK_SIZE)
 
 
-def setting_config(prefix_sharing: bool, size: Size) -> EngineConfig:
+def setting_config(prefix_sharing: bool, size: Size, backend: str = BACKEND) -> EngineConfig:
     return engine_config(
-        num_blocks=pool_blocks(size), block_size=BLOCK_SIZE, policy="paged", prefix_sharing=prefix_sharing
+        num_blocks=pool_blocks(size), block_size=BLOCK_SIZE, policy="paged", prefix_sharing=prefix_sharing,
+        backend=backend,
     )
 
 
@@ -116,16 +122,24 @@ def serve(engine: Engine, prompts: list[bytes]) -> RunResult:
     )
 
 
-def run(size: Size, num_threads: int) -> dict:
+def run(size: Size, num_threads: int, backend: str = BACKEND) -> dict:
     prompts = make_prompts(size)
-    engines = {name: Engine(setting_config(sharing, size)) for name, sharing in SETTINGS.items()}
+    engines = {name: Engine(setting_config(sharing, size, backend)) for name, sharing in SETTINGS.items()}
     warm_up = make_prompts(Size(num_requests=2, prefix_tokens=BLOCK_SIZE * 2, repeats=1), SEED + 1)
     for engine in engines.values():
         serve(engine, warm_up)
+    # What the process holds by now (torch, the model) out of the garbage collector's full passes, as
+    # the class server does (kvviz/process/memory.py): else one (~0.1-0.2 s here) lands in whichever
+    # run it falls in, in a run of ~0.1 s. (Thawed after: a test calling this goes on as it was.)
+    gc.collect()
+    gc.freeze()
     runs: dict[str, list[RunResult]] = {name: [] for name in engines}
-    for _ in range(size.repeats):
-        for name, engine in engines.items():
-            runs[name].append(serve(engine, prompts))
+    try:
+        for _ in range(size.repeats):
+            for name, engine in engines.items():
+                runs[name].append(serve(engine, prompts))
+    finally:
+        gc.unfreeze()
     cfg = engines["on"].config
     out = {
         "benchmark": "prefix",
@@ -134,7 +148,7 @@ def run(size: Size, num_threads: int) -> dict:
             "block_size": cfg.block_size,
             "policy": cfg.policy,
             "max_running": cfg.max_running,
-            "backend": cfg.backend,
+            "backend": engines["on"].backend.name,  # as resolved ('auto': native where the C builds)
             "device": cfg.device,
             "weights": cfg.weights,
             "seed": cfg.seed,
@@ -160,8 +174,10 @@ def run(size: Size, num_threads: int) -> dict:
         }
     off, on = out["off"], out["on"]
     out["targets"] = {
-        "prefill_tokens_5x_fewer": off["prefill_tokens"] >= 5 * on["prefill_tokens"],
-        "wall_time_3x_lower": off["wall_s"] >= 3 * on["wall_s"],
+        # issue 29's: sharing pays in time as it does in tokens
+        "prefill_tokens_10x_fewer": off["prefill_tokens"] >= 10 * on["prefill_tokens"],
+        "wall_time_5x_lower": off["wall_s"] >= 5 * on["wall_s"],
+        "time_to_first_token_5x_lower": off["ttft_s"] >= 5 * on["ttft_s"],
     }
     return out
 
@@ -184,12 +200,12 @@ def heading(out: dict, size, threads: int) -> str:
     w = out["workload"]
     return (f"prefix ({out['size']}): {w['num_requests']} requests at t=0, a {w['prefix_tokens']}-token shared "
             f"prefix + {QUESTION_TOKENS[0]}-{QUESTION_TOKENS[1]}-token question, {NEW_TOKENS} new tokens each; "
-            f"paged, {out['config']['num_blocks']} blocks x {BLOCK_SIZE}; median of {size.repeats}; "
-            f"torch threads {threads}")
+            f"paged, {out['config']['num_blocks']} blocks x {BLOCK_SIZE}; {out['config']['backend']} backend; "
+            f"median of {size.repeats}; torch threads {threads}")
 
 
 def main(argv: list[str] | None = None) -> dict:
-    return common.main(argv, __doc__.splitlines()[0], SIZES, run, heading, table)
+    return common.main(argv, __doc__.splitlines()[0], SIZES, run, heading, table, BACKEND)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Where an engine step's time goes, per phase, for the engine here and for an earlier commit's.
 
-    python -m benchmarks.step_profile [--baseline REV] [--batches 1,16,64] [--rounds 2] [--json PATH]
+    python -m benchmarks.step_profile [--baseline REV] [--batches 1,16,64] [--rounds 2] [--no-shared] [--json PATH]
 
 The workload of benchmarks/vs_vllm.py's throughput: a batch of prompts (node 03's system prompt
 and a question, ~120 tokens each), 64 greedy tokens each, from an empty cache, prefix sharing
@@ -17,6 +17,11 @@ with `git archive`, and the working tree's) and each batch size, in child proces
   from before the phases were named (commit 4746df0 and earlier) shows schedule as the
   scheduler's calls plus the slot bookkeeping, and prepare and post-process together as the
   rest of its `_prefill` and `_decode`.
+
+And the shared-prefix trace (unless --no-shared): benchmarks/prefix.py's full workload (32 requests
+at once, each a 512-token shared prefix and its own 16-32-token question, 8 greedy tokens, random
+weights, blocks of 16), prefix sharing on: its first step (every prefill, 93% of the prompt tokens
+found in the radix cache) and its 7 decode steps, profiled apart.
 """
 
 from __future__ import annotations
@@ -79,6 +84,8 @@ def child(tree: str, spec_path: str) -> None:
 
     out: dict = {}
     used: set[str] = set()
+    if spec.get("shared"):
+        out["shared"] = shared_child(spec["shared"], Engine, EngineConfig)
     for name, batch in spec["batches"].items():
         run(batch)  # warm-up
         timed = [run(batch) for _ in range(3)]
@@ -89,6 +96,50 @@ def child(tree: str, spec_path: str) -> None:
                      "phases_ms": phase_times(pstats.Stats(prof), steps),
                      "token_ids": [r.token_ids for r in results]}
     print("KVVIZ-RESULT " + json.dumps(out), flush=True)
+
+
+def shared_child(shared: dict, engine_cls, config_cls) -> dict:
+    """The shared-prefix trace: the best of 3 timed runs, then one run with its first step and its
+    other steps profiled apart."""
+    engine = engine_cls(config_cls(num_blocks=shared["num_blocks"], block_size=shared["block_size"], device="cpu",
+                                   weights="random", prefix_sharing=True))  # backend auto
+
+    def serve(first: cProfile.Profile | None = None, rest: cProfile.Profile | None = None) -> tuple[float, float, list]:
+        engine.reset()
+        t0, c0 = time.perf_counter(), time.process_time()
+        ids = [engine.add_request(p, shared["max_tokens"]) for p in shared["prompts"]]
+        steps = 0
+        while engine.has_unfinished():
+            prof = first if steps == 0 else rest
+            if prof is not None:
+                prof.enable()
+            engine.step()
+            if prof is not None:
+                prof.disable()
+            steps += 1
+            for rid in ids:
+                if engine.requests[rid].status.value == "finished":
+                    engine.release(rid)
+        return time.perf_counter() - t0, time.process_time() - c0, [list(engine.requests[i].output_ids) for i in ids]
+
+    serve()  # warm-up
+    timed = [serve() for _ in range(3)]
+    first, rest = cProfile.Profile(), cProfile.Profile()
+    _, _, token_ids = serve(first, rest)
+    steps = engine.scheduler.counters.steps
+    return {"backend": engine.backend.name, "wall_s": min(t[0] for t in timed), "cpu_s": min(t[1] for t in timed),
+            "steps": steps, "tokens": len(shared["prompts"]) * shared["max_tokens"],
+            "prefill_ms": phase_times(pstats.Stats(first), 1), "decode_ms": phase_times(pstats.Stats(rest), steps - 1),
+            "token_ids": token_ids}
+
+
+def shared_spec() -> dict:
+    """benchmarks/prefix.py's full workload, for the children."""
+    from benchmarks import prefix
+
+    size = prefix.SIZES["full"]
+    return {"prompts": [p.decode() for p in prefix.make_prompts(size)], "max_tokens": prefix.NEW_TOKENS,
+            "block_size": prefix.BLOCK_SIZE, "num_blocks": prefix.pool_blocks(size)}
 
 
 def phase_times(stats: pstats.Stats, steps: int) -> dict[str, float]:
@@ -144,14 +195,33 @@ def report(out: dict) -> str:
             lines.append(f"| {name} | {who} | {r['tokens'] / r['wall_s']:.0f} | {cpu} | {r['steps']} | {p['step']:.2f} | "
                          f"{p['schedule']:.2f} | {p['prepare']:.2f} | {p['model']:.2f} | {post} |")
     same = all(out["before"][n]["token_ids"] == out["after"][n]["token_ids"] for n in out["batches"])
+    if "shared" in out["after"]:
+        lines += shared_report(out)
+        same = same and out["before"]["shared"]["token_ids"] == out["after"]["shared"]["token_ids"]
     lines += ["", f"tokens identical before and after: {'yes' if same else 'NO'}"]
     return "\n".join(lines)
+
+
+def shared_report(out: dict) -> list[str]:
+    lines = ["", "Shared prefix (benchmarks.prefix's full workload, sharing on: 32 requests on a 512-token prefix, "
+             f"8 tokens each; before: {out['before']['shared']['backend']}, after: {out['after']['shared']['backend']}; "
+             "the run's wall time the best of 3 × rounds; ms per step from cProfile):", "",
+             "| engine | run wall ms | run CPU ms | steps | step | ms | schedule | prepare | model | post-process |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for who in ("before", "after"):
+        r = out[who]["shared"]
+        for label, key in (("prefill (1)", "prefill_ms"), (f"decode ({r['steps'] - 1})", "decode_ms")):
+            p = r[key]
+            lines.append(f"| {who} | {1000 * r['wall_s']:.1f} | {1000 * r['cpu_s']:.1f} | {r['steps']} | {label} | "
+                         f"{p['step']:.2f} | {p['schedule']:.2f} | {p['prepare']:.2f} | {p['model']:.2f} | "
+                         f"{p['post-process']:.2f} |")
+    return lines
 
 
 def best(a: dict | None, b: dict) -> dict:
     if a is None:
         return b
-    return {n: (a[n] if a[n]["wall_s"] <= b[n]["wall_s"] else b[n]) for n in b}
+    return {n: (a[n] if a[n]["wall_s"] <= b[n]["wall_s"] else b[n]) for n in b}  # (batches, and "shared")
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -160,6 +230,7 @@ def main(argv: list[str] | None = None) -> dict:
                         "before issue 21's changes)")
     parser.add_argument("--batches", default="1,16,64", help="batch sizes (default: 1,16,64)")
     parser.add_argument("--rounds", type=int, default=2, help="turns each engine takes (default: 2)")
+    parser.add_argument("--no-shared", action="store_true", help="leave out the shared-prefix trace")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
     parser.add_argument("--child", nargs=2, metavar=("TREE", "SPEC"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -169,7 +240,8 @@ def main(argv: list[str] | None = None) -> dict:
     sizes = [int(b) for b in args.batches.split(",")]
     with tempfile.TemporaryDirectory(prefix="kvviz-steps-") as tmp:
         spec = Path(tmp) / "spec.json"
-        spec.write_text(json.dumps({"batches": {str(n): prompts(n) for n in sizes}}))
+        spec.write_text(json.dumps({"batches": {str(n): prompts(n) for n in sizes},
+                                    "shared": None if args.no_shared else shared_spec()}))
         before_tree = tree_at(args.baseline, Path(tmp))
         before = after = None
         for _ in range(args.rounds):

@@ -1,8 +1,8 @@
 """Attention backends: where KV is written and read through the block tables.
 
 'torch' runs the plain-torch references of kernels/reference.py (any device).
-'native' is 'torch' with decode attention in C (kernels/cpu_native.py: the pool read in place, not
-gathered; CPU, float32; compiled on first use, so it needs a C compiler).
+'native' is 'torch' with decode and extend attention in C (kernels/cpu_native.py, kernels/cpu_extend.py:
+the pool read in place, not gathered; CPU, float32; compiled on first use, so it needs a C compiler).
 'triton' runs the Triton kernels of kernels/ (CUDA; on CPU only under TRITON_INTERPRET=1). Triton is
 optional (requirements-gpu.txt; PyPI has it for Linux only): nothing imports it unless this backend
 is asked for, and 'auto' picks it only where it is installed.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import cpu_native, reference
+from kernels import cpu_extend, cpu_native, reference
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def select_backend(name: str, device: torch.device) -> AttentionBackend:
         return AttentionBackend(
             "native",
             reference.store_kv_ref,
-            reference.paged_extend_attention_ref,
+            cpu_extend.paged_extend_attention,
             cpu_native.paged_decode_attention,
             cpu_native.plan_decode,
         )

@@ -68,6 +68,13 @@ class BlockPool:
         assert self.ref_count[block] > 0, f"incref on free block {block}"
         self.ref_count[block] += 1
 
+    def incref_all(self, blocks: Iterable[int]) -> None:
+        """incref of each block (one call for a shared prefix's pages)."""
+        refs = self.ref_count
+        for b in blocks:
+            assert refs[b] > 0, f"incref on free block {b}"
+            refs[b] += 1
+
     def decref(self, blocks: Iterable[int], request_id: int | None = None, reason: str = "") -> list[int]:
         """Drop one hold on each block; returns the blocks that became free."""
         freed = []

@@ -80,29 +80,32 @@ class RadixCache:
         Splits a node when the match ends inside it, so the result always ends at a node
         boundary. Touches the path (LRU). Locks nothing: call `lock` before the blocks may be
         evicted, i.e. before anything else is allocated.
+
+        An edge is compared whole (one tuple comparison, in C), page by page only where it
+        differs: a 512-token prefix is one dictionary lookup and one comparison, not 32 pages.
         """
         now = self._tick()
+        bs = self.block_size
+        num_pages = len(tokens) // bs
+        ids = tuple(tokens[: num_pages * bs])
         node = self.root
         blocks: list[int] = []
-        num_pages = len(tokens) // self.block_size
         page = 0
         while page < num_pages:
-            child = node.children.get(self._page(tokens, page))
+            start = page * bs
+            child = node.children.get(ids[start : start + bs])
             if child is None:
                 break
-            child_pages = len(child.blocks)
-            same = 0
-            while same < child_pages and page + same < num_pages:
-                if child.key[same * self.block_size : (same + 1) * self.block_size] != self._page(tokens, page + same):
-                    break
-                same += 1
-            if same < child_pages:
+            same = min(len(child.blocks), num_pages - page)
+            if child.key[: same * bs] != ids[start : start + same * bs]:
+                same = next(i for i in range(1, same) if child.key[i * bs : (i + 1) * bs] != ids[start + i * bs : start + (i + 1) * bs])
+            if same < len(child.blocks):
                 child = self._split(child, same)
             child.last_access = now
             blocks.extend(child.blocks)
             page += same
             node = child
-        return MatchResult(tuple(blocks), len(blocks) * self.block_size, node)
+        return MatchResult(tuple(blocks), len(blocks) * bs, node)
 
     def _split(self, node: RadixNode, num_pages: int) -> RadixNode:
         """Cut `node` after `num_pages` pages; returns the new upper part (which keeps the locks)."""
@@ -134,8 +137,7 @@ class RadixCache:
             child = RadixNode(self._new_id(), tuple(tokens[have * self.block_size :]), new_blocks, node)
             child.last_access = self._tick()
             node.children[self._page(child.key, 0)] = child
-            for b in new_blocks:
-                self.pool.incref(b)
+            self.pool.incref_all(new_blocks)
             node = child
         return InsertResult(node, match.num_tokens)
 

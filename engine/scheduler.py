@@ -131,8 +131,7 @@ class Scheduler:
             if self.radix is not None:
                 why += " after evicting every idle cached prefix"
             return Admission(ok=False, reason=why)
-        for b in matched:
-            self.pool.incref(b)
+        self.pool.incref_all(matched)
         if matched:
             self.log.emit("block_shared", req.request_id, matched, f"{req.name} reuses {len(matched)} cached blocks")
         req.block_table = list(matched)

@@ -2,13 +2,13 @@
 
     from kernels import store_kv, paged_decode_attention, paged_extend_attention   # Triton
     from kernels.reference import store_kv_ref, ...                                # torch
-    from kernels import cpu_native                                                 # C, for the CPU
+    from kernels import cpu_native, cpu_extend                                     # C, for the CPU
 
 The Triton wrappers are imported on first use (a module ``__getattr__``), so ``import kernels``
 and ``import kernels.reference`` never import triton. Each wrapper lives in its own submodule
 (store_kv_kernel, decode_attention, extend_attention). On CPU the wrappers need
-``TRITON_INTERPRET=1`` set before their first import. ``cpu_native`` (decode attention in C,
-compiled on first use) never imports triton either.
+``TRITON_INTERPRET=1`` set before their first import. ``cpu_native`` and ``cpu_extend`` (decode and
+extend attention in C, compiled on first use by ``cpu_build``) never import triton either.
 """
 
 from __future__ import annotations

@@ -9,112 +9,30 @@ rounding: the sums run in another order), without its gather: the reference copi
 sequence reads into a padded tensor, in every layer, and then attends; the C reads each key and value
 once, in its block. That copy was most of a decode step for a batch of 64 (docs/architecture.md).
 
-The C file is compiled on first use by the machine's C compiler (`$CC`, else `cc`), for this CPU
-(`-march=native`), into a cache keyed by the source, the flags, the compiler and the CPU
-(`$KVVIZ_NATIVE_CACHE`, else ~/.cache/kvviz/native). With no compiler, or a failed build,
-`available()` is False and says why in `unavailable_reason()`; the engine then uses the torch
-reference (engine/backend.py). Shapes, dtypes and every index are checked here before the C reads
-memory through them; anything the C does not handle (other dtypes, non-contiguous caches) is
-handed to the reference.
+The C is compiled on first use (kernels/cpu_build.py: once per machine, for its CPU). With no
+compiler, or a failed build, `available()` is False and says why in `unavailable_reason()`; the
+engine then uses the torch reference (engine/backend.py). Shapes, dtypes and every index are checked
+here before the C reads memory through them; anything the C does not handle (other dtypes,
+non-contiguous caches) is handed to the reference.
 """
 
 from __future__ import annotations
 
-import ctypes
-import functools
-import hashlib
-import os
-import platform
-import shutil
-import subprocess
-import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
 from kernels import reference
-
-SOURCE = Path(__file__).resolve().parent / "cpu" / "paged_decode.c"
-# Compiled, then linked apart: -ffast-math lets the loops marked `omp simd` vectorize (sums in another
-# order; expf as glibc's vector expf) but, given when linking, would also link crtfastmath.o, whose
-# start-up code would set the whole process's floats to flush denormals to zero (torch's too).
-# -fopenmp-simd: the pragmas only, no threads and no OpenMP runtime.
-COMPILE_FLAGS = ("-O3", "-march=native", "-ffast-math", "-fopenmp-simd", "-fPIC")
-LINK_FLAGS = ("-shared", "-lmvec", "-lm")
-
-
-def cache_dir() -> Path:
-    if os.environ.get("KVVIZ_NATIVE_CACHE"):
-        return Path(os.environ["KVVIZ_NATIVE_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kvviz" / "native"
-
-
-def _cpu_flags() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("flags", "Features")):
-                return line
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def _compiler() -> str | None:
-    return shutil.which(os.environ.get("CC") or "cc")
-
-
-def _build(cc: str) -> Path:
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
-    key = hashlib.sha256("\0".join([SOURCE.read_text(), *COMPILE_FLAGS, *LINK_FLAGS, version, platform.machine(), _cpu_flags()]).encode())
-    lib = cache_dir() / f"paged_decode-{key.hexdigest()[:16]}.so"
-    if lib.exists():
-        return lib
-    lib.parent.mkdir(parents=True, exist_ok=True)
-    # built beside its final name, then renamed: processes building at once each get a whole file
-    with tempfile.TemporaryDirectory(dir=lib.parent) as tmp:
-        obj, so = Path(tmp) / "paged_decode.o", Path(tmp) / "paged_decode.so"
-        for cmd in ([cc, *COMPILE_FLAGS, "-c", str(SOURCE), "-o", str(obj)], [cc, str(obj), "-o", str(so), *LINK_FLAGS]):
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-            if proc.returncode != 0:
-                raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stderr.strip()[-2000:]}")
-        os.replace(so, lib)
-    return lib
-
-
-@dataclass(frozen=True)
-class _Loaded:
-    fn: Callable[..., None] | None
-    reason: str
-
-
-@functools.cache
-def _load() -> _Loaded:
-    if os.environ.get("KVVIZ_NATIVE") == "0":
-        return _Loaded(None, "KVVIZ_NATIVE=0 turns the C kernel off")
-    cc = _compiler()
-    if cc is None:
-        return _Loaded(None, f"no C compiler ({os.environ.get('CC') or 'cc'}) on PATH")
-    try:
-        lib = ctypes.CDLL(str(_build(cc)))
-    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-        return _Loaded(None, f"the C kernel could not be built or loaded: {exc}")
-    fn = lib.kvviz_paged_decode
-    i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    fn.argtypes = [ptr, ptr, ptr, ptr, i64, ptr, i64, i64, i64, i64, i64, ctypes.c_float, ptr, ptr]
-    fn.restype = None
-    return _Loaded(fn, "")
+from kernels.cpu_build import load
 
 
 def available() -> bool:
-    """Whether the C kernel is compiled and loaded (building it now, once per process, if need be)."""
-    return _load().fn is not None
+    """Whether the C kernels are compiled and loaded (building them now, once per process, if need be)."""
+    return load().decode is not None
 
 
 def unavailable_reason() -> str:
-    return _load().reason
+    return load().reason
 
 
 @dataclass(frozen=True)
@@ -161,7 +79,7 @@ def paged_decode_attention(
     """reference.paged_decode_attention_ref's call and result, computed by the C kernel when it is
     available and the tensors are float32, contiguous and on the CPU (else by the reference).
     `plan`: plan_decode's, made once per forward for every layer (else made and checked here)."""
-    fn = _load().fn
+    fn = load().decode
     c_able = (fn is not None and q.dtype == k_cache.dtype == v_cache.dtype == torch.float32
               and q.device.type == k_cache.device.type == v_cache.device.type == "cpu"
               and k_cache.is_contiguous() and v_cache.is_contiguous() and k_cache.shape == v_cache.shape)

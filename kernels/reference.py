@@ -132,6 +132,19 @@ def paged_extend_attention_ref(
     num_heads, head_dim = q.shape[1], q.shape[2]
     block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
     group = num_heads // num_kv_heads
+    fresh = (query_start[1:] - query_start[:-1]).long() == seq_lens.long()  # (S,): no cached prefix
+    if bool(fresh.any()) and not bool(fresh.all()):
+        # Whole prompts apart from the sequences on a cached prefix, each kind padded to its own longest:
+        # else one prompt would pad every short question beside it to its length.
+        packed = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        for part in (fresh, ~fresh):
+            seqs = part.nonzero()[:, 0]
+            starts, ends = query_start[:-1][seqs].long(), query_start[1:][seqs].long()
+            rows = torch.cat([torch.arange(int(a), int(b), device=q.device) for a, b in zip(starts, ends, strict=True)])
+            sub_start = F.pad((ends - starts).cumsum(0), (1, 0))
+            packed[rows] = paged_extend_attention_ref(q[rows], k_cache, v_cache, block_tables[seqs], sub_start,
+                                                      seq_lens[seqs], scale)
+        return packed
     plan = plan_decode(block_tables, seq_lens, block_size)
     max_len = plan.num_pages * block_size
     k = k_cache.index_select(0, plan.blocks).view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()  # (S, KVH, L, D)

@@ -1,8 +1,8 @@
 /* Paged decode attention on the CPU, reading the KV pool in place through the block tables.
 
-   The engine's "native" backend (engine/backend.py) calls this through ctypes (kernels/cpu_native.py),
-   which compiles it with the machine's C compiler on first use. It computes what
-   kernels/reference.py's paged_decode_attention_ref computes -- one query token per sequence,
+   The engine's "native" backend (engine/backend.py) calls this through ctypes (kernels/cpu_native.py);
+   kernels/cpu_build.py compiles it, with paged_extend.c, with the machine's C compiler on first use.
+   It computes what kernels/reference.py's paged_decode_attention_ref computes -- one query token per sequence,
    attending to its seq_lens[s] cached tokens -- without the reference's gather: the reference copies
    every page a sequence reads into a padded tensor, per layer, before attending; here each key and
    value is read once, from its block, where it lies.
