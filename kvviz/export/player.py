@@ -91,13 +91,16 @@ def _live_controls(models, labels, predictions: bool = True):
 def wire_predictions(models, node: str) -> dict[str, str]:
     """A node's prediction controls resolved in the page from the recorded outcomes (player.js:
     `predict`): a choice button commits its choice, the number box its number (Enter, or the
-    Lock button). Returns the ids of the panel's status line and of the panel."""
-    ids = {}
+    Lock button). Returns the ids of the panel's status line, of the panel, and of each choice's
+    button (`choices`: the player shows the one locked in pressed)."""
+    ids: dict = {"choices": {}}
     for model in models:
         kind, label = type(model).__name__, getattr(model, "label", None)
         call = f"window.kvvizPlayer.act({node!r}, 'predict'"
         if "Button" in kind and isinstance(label, str) and label.startswith(PREDICTION_LABELS[0]):
-            model.js_on_event("button_click", CustomJS(code=call + f", {label[len(PREDICTION_LABELS[0]):]!r})"))
+            choice = label[len(PREDICTION_LABELS[0]):]
+            model.js_on_event("button_click", CustomJS(code=call + f", {choice!r})"))
+            ids["choices"][choice] = model.id
         elif "Button" in kind and label == PREDICTION_LABELS[1]:
             model.js_on_event("button_click", CustomJS(code=call + ", null)"))
         elif getattr(model, "placeholder", None) == PREDICTION_PLACEHOLDER:

@@ -35,12 +35,14 @@ from bokeh.resources import Resources
 from bokeh.util.paths import bokehjs_path
 
 from kvviz import page_text
+from kvviz.controls.prediction import CHOSEN
 from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
 from kvviz.export.recipes import recipes
 from kvviz.export.record import Recording, record
 from kvviz.lesson import CSS_PATH, NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening
 from kvviz.nodes import BY_KEY, LIVE, NODES
 from kvviz.nodes.recipe import TRANSPORT, Recipe
+from kvviz.state import predict
 from kvviz.web.keyboard import Keyboard
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,6 +76,14 @@ SERVED_FRAMES = "../lesson-live"  # (kvviz/export/live.py: what no recording hol
 FRAMES_FILE = "frames.json"  # each node's recorded properties, for live.py
 
 
+# The played page's hand-in box (player.js: handIn), at the end of the page and, on a served page, under
+# each answered prediction (player.js: resolve), as the live page has one under its verdicts.
+HANDIN_HTML = """<div class="kv-handin-played"><p>Your teacher sees what you predicted above, and the state you reached.</p>
+<label>Your name <input class="kv-handin-name" type="text" maxlength="60" autocomplete="nickname"></label>
+<button type="button" class="kv-handin-send" onclick="window.kvvizPlayer.handIn(this)">Hand in</button>
+<span class="kv-handin-status" role="status"></span></div>"""
+
+
 # The served lesson's last sections run live (they need the server): links carry the states reached.
 LIVE_LINKS_HTML = f"""<section class="kv-live-links" aria-label="Live sections">
 <div class="kv-node-vllm"><h2>{html.escape(BY_KEY["vllm"].number)} · {html.escape(BY_KEY["vllm"].title)}</h2>
@@ -84,10 +94,7 @@ LIVE_LINKS_HTML = f"""<section class="kv-live-links" aria-label="Live sections">
 states you reached above. <a class="kv-live-link" href="{SERVED_LIVE}?node=explain"
 onclick="this.href='{SERVED_LIVE}?node=explain&amp;' + window.kvvizPlayer.query()">Open Explain it back</a></p></div>
 <h2>Hand in your predictions</h2>
-<div class="kv-handin-played"><p>Your teacher sees what you predicted above, and the state you reached.</p>
-<label>Your name <input class="kv-handin-name" type="text" maxlength="60" autocomplete="nickname"></label>
-<button type="button" class="kv-handin-send" onclick="window.kvvizPlayer.handIn(this)">Hand in</button>
-<span class="kv-handin-status" role="status"></span></div>
+{HANDIN_HTML}
 </section>"""
 
 
@@ -136,7 +143,8 @@ def predictions(state, recipe: Recipe) -> dict:
         if state.predictions:
             entry = state.predictions[-1]
             outcomes[target] = {"outcome": entry.outcome, "why": entry.why}
-    return {"questions": questions, "outcomes": outcomes}
+    # (what the page says when a locked prediction's question changed, and the pressed choice's class)
+    return {"questions": questions, "outcomes": outcomes, "cleared": predict.CLEARED, "chosen": CHOSEN}
 
 
 def node_column(lesson: Lesson, key: str) -> pn.Column:
@@ -217,7 +225,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
                        sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
     doc = Document()
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)
-    live_config = {"handin": SERVED_HANDIN, "frames": SERVED_FRAMES} if served else {}
+    live_config = {"handin": SERVED_HANDIN, "frames": SERVED_FRAMES, "handinBox": HANDIN_HTML} if served else {}
     scripts = [f"window.kvvizPlayer.configure({json.dumps(live_config)});"]
     placed: dict[str, list] = {}
     for key in keys:
