@@ -67,6 +67,24 @@ def test_node_02_shows_its_strips_right_under_its_heading_and_its_analogy_as_a_c
 
 
 @pytest.mark.parametrize("which", PAGES)
+def test_on_a_phone_node_02_shows_its_heading_then_its_strips_and_their_legend(browser, recorded, served, which):
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        open_page(page, which, served, "paging")
+        page.locator(".kv-node-paging .kv-heading").first.scroll_into_view_if_needed()
+        settled(page)
+        heading, strips, legend, lead = (page.locator(f".kv-node-paging {sel}") for sel in (
+            ".kv-heading h3", ".kv-strip-box", ".kv-legend-box", ".kv-lead"))
+        top = heading.first.bounding_box()
+        assert 0 <= strips.first.bounding_box()["y"] - (top["y"] + top["height"]) <= 60
+        assert strips.nth(1).bounding_box()["y"] < legend.first.bounding_box()["y"] < lead.first.bounding_box()["y"]
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("which", PAGES)
 def test_on_a_phone_the_radix_trees_four_branches_read_differently_and_lock_n_is_explained(browser, recorded, served,
                                                                                            which):
     context = browser.new_context(**PHONE)
