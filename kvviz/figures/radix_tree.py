@@ -1,7 +1,8 @@
 """The radix tree of node 03, root at the left: the shared trunk, then one branch per suffix.
 
-Each node is labelled with an excerpt of its text (Bokeh text glyphs: plain text, never HTML),
-its blocks and its lock count, and coloured as its blocks are in the strip: one request's own
+Each node is labelled with an excerpt of its text cut to its box (Bokeh text glyphs: plain text,
+never HTML; what follows the words its siblings share, where those would fill the box), its blocks
+and its lock count (explained in a line under the title), and coloured as its blocks are in the strip: one request's own
 branch in that request's colour, a part several requests share in the strip's shared grey.
 Unlocked nodes (lock 0, used by no live request) are idle cache, drawn dashed and light: those
 are what eviction removes first.
