@@ -16,7 +16,11 @@ import param
 
 from kvviz.state import predict
 from kvviz.state.node import NodeState
+from kvviz.web.a11y import AccessibleNames
 from kvviz.web.live_html import LiveHTML
+
+CHOICE = "kv-predict-choice"  # a choice's button
+CHOSEN = "kv-chosen"  # ... the one locked in (kvviz.css draws it pressed; aria-pressed says so: kvviz/web/a11y.py)
 
 
 def status_html(state: NodeState) -> str:
@@ -63,23 +67,28 @@ class Prediction(pn.viewable.Viewer):
         choices = s.CHOICES if s.CHOICES is not None else first.choices
         if choices:  # one button per choice: a click commits
             self.entry = None
+            # (each names its choice in a class of its own: the played page finds it by that, kvviz/export/player.py)
             buttons = [pn.widgets.Button(label=f"Predict: {c}", color="primary", variant="outline",
-                                         css_classes=["kv-predict-choice"]) for c in choices]
+                                         css_classes=[CHOICE, f"{CHOICE}-{c}"]) for c in choices]
             for c, b in zip(choices, buttons, strict=True):
                 b.on_click(lambda _e, c=c: self._lock(c))
+            self.choices = dict(zip(choices, buttons, strict=True))
             widgets = buttons
         else:
             self.entry = pn.widgets.TextInput(placeholder="a whole number", max_length=predict.MAX_DIGITS, width=190,
                                               css_classes=["kv-predict-number"])
+            self.choices = {}
             self.entry.param.watch(lambda _e: self._lock(), "enter_pressed")
-            lock = pn.widgets.Button(label="Lock in my prediction", color="primary", variant="outline", align="end")
+            lock = pn.widgets.Button(label="Lock in my prediction", color="primary", variant="outline", align="end",
+                                     css_classes=["kv-predict-lock"])
             lock.on_click(lambda _e: self._lock())
             widgets = [self.entry, lock]
         self.question = LiveHTML(question_html(s), sizing_mode="stretch_width", margin=(4, 10, 0, 10))
-        self.status = LiveHTML(status_html(s), sizing_mode="stretch_width", margin=(0, 10))
+        self.status = LiveHTML(status_html(s), sizing_mode="stretch_width", margin=(0, 10), css_classes=["kv-predict-status"])
         self.controls = pn.FlexBox(*widgets, align_items="end", sizing_mode="stretch_width")
         self.after, self.below = None, None  # after_verdict(), and its place, once a verdict has shown
-        self._layout = pn.Column(self.question, self.controls, self.status, sizing_mode="stretch_width",
+        pressed = [AccessibleNames(pressed={CHOICE: CHOSEN})] if self.choices else []  # (aria-pressed on them)
+        self._layout = pn.Column(self.question, self.controls, self.status, *pressed, sizing_mode="stretch_width",
                                  css_classes=["kv-predict"], margin=(4, 0))
         s.param.watch(lambda *_e: self._render(),
                       ["version", "predicted", "predictions", "prediction_note", "verdict_shown"])
@@ -99,6 +108,11 @@ class Prediction(pn.viewable.Viewer):
                 self.controls.visible = open_question
             if self._layout.visible != shown:
                 self._layout.visible = shown
+            chosen = s.predicted.predicted if s.predicted is not None else None
+            for choice, button in self.choices.items():
+                classes = [CHOICE, CHOSEN] if choice == chosen else [CHOICE]
+                if button.css_classes != classes:
+                    button.css_classes = classes
             self._below(shows_verdict(s))
 
     def _below(self, verdict: bool) -> None:

@@ -15,8 +15,9 @@
   "use strict";
   const nodes = {};
   const ORDER = []; // node names in page order (registered in it; their recordings inflate in any order)
-  // where a hand-in is sent; where the server's engine answers what no recording holds
-  const config = { handin: null, frames: null };
+  // where a hand-in is sent (and its box's HTML, shown under an answered prediction too); where the
+  // server's engine answers what no recording holds
+  const config = { handin: null, handinBox: null, frames: null };
   let touched = null; // the node last acted on (the keyboard's, when none is in view)
   const KEEP_LIVE = 4; // branches computed live kept per node (Step back and Play replay them)
 
@@ -234,7 +235,7 @@
         this.play(false);
         const before = this.branch;
         this.run(c[action], value);
-        if (action === "reset") this.status("");
+        if (action === "reset") { this.pending = null; this.choose(null); this.status(""); }
         else if (this.branch !== before) this.resolve();
       }
     }
@@ -279,11 +280,12 @@
     }
 
     // -- predict, then run: resolved from the recorded outcome (kvviz/state/predict.py's rules) --
-    status(text, cls) {
+    // The panel's line (and `below` it: HTML of the page's own, the hand-in box under a verdict).
+    status(text, cls, below) {
       const model = this.ids.status ? this.doc.get_model_by_id(this.ids.status) : null;
       if (!model) return;
       const html = text ? `<div class="kv-predict-note ${cls || ""}" role="status" data-node="${escapeHtml(this.name)}">`
-        + `${escapeHtml(text)}</div>` : '<div class="kv-predict-note kv-empty"></div>';
+        + `${escapeHtml(text)}</div>${below || ""}` : '<div class="kv-predict-note kv-empty"></div>';
       model.text = escapeHtml(html);
       const panel = this.ids.panel ? this.doc.get_model_by_id(this.ids.panel) : null;
       if (panel && text) setVisible(panel, true);
@@ -301,20 +303,47 @@
       } else if (/^\d{1,4}$/.test(text)) taken = String(Number(text));
       else { this.status("Type a whole number (up to 4 digits), then lock it in.", "kv-wrong"); return; }
       this.pending = { question: q.text, predicted: taken };
+      this.choose(taken);
       this.status(`Locked in: ${taken}. Now use ${q.action} and see what the engine does.`);
     }
 
+    // The choice locked in, shown pressed (its button's class: kvviz/controls/prediction.py's CHOSEN), or none.
+    choose(taken) {
+      const cls = (this.meta.predict || {}).chosen;
+      for (const [choice, id] of Object.entries(this.ids.choices || {})) {
+        const model = cls ? this.doc.get_model_by_id(id) : null;
+        if (!model) continue;
+        const rest = model.css_classes.filter((c) => c !== cls);
+        const want = choice === taken ? [...rest, cls] : rest;
+        if (want.length !== model.css_classes.length) model.css_classes = want;
+      }
+    }
+
+    // A new branch shown: the pending prediction meets its recorded outcome, or, when the question
+    // asked there is another (a slider rewrote it), it is dropped, in the live page's words.
     resolve() {
-      const found = ((this.meta.predict || {}).outcomes || {})[this.branch];
-      if (!this.pending || !found) return;
+      const p = this.meta.predict || {};
+      const found = (p.outcomes || {})[this.branch];
+      if (!this.pending) return;
+      if (!found) {
+        const q = (p.questions || {})[this.branch];
+        if (q === undefined || (q && q.text === this.pending.question)) return; // (unknown here, or the same)
+        const was = this.pending.predicted;
+        this.pending = null;
+        this.choose(null);
+        this.status(String(p.cleared || "").replace("{predicted}", was), "kv-wrong");
+        return;
+      }
       const right = this.pending.predicted === found.outcome;
       const entry = { node: this.name, question: this.pending.question, predicted: this.pending.predicted,
                       outcome: found.outcome, right, why: found.why, recorded: true };
       (this.predictions = this.predictions || []).push(entry);
       this.pending = null;
+      this.choose(null);
       const said = `You predicted ${entry.predicted}; the engine: ${entry.outcome}.`;
       const why = found.why ? `: ${found.why}` : ".";
-      this.status(`${said} ${right ? "Right" : "Not this time"}${why}`, right ? "kv-right" : "kv-wrong");
+      this.status(`${said} ${right ? "Right" : "Not this time"}${why}`, right ? "kv-right" : "kv-wrong",
+                  config.handin && config.handinBox ? config.handinBox : "");
     }
 
     // The state a link names: its recorded branch (and step), or null when no recording holds it.

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bokeh.models import CustomJS
 
+from kvviz.controls.prediction import CHOICE
 from kvviz.nodes.recipe import Control
 
 PLAYER_JS = (Path(__file__).with_name("player.js")).read_text(encoding="utf-8")
@@ -71,9 +72,7 @@ def wire_live(models, node: str, ids) -> None:
 
 
 def _is_prediction(model) -> bool:
-    label = getattr(model, "label", None)
-    return ((isinstance(label, str) and label.startswith(PREDICTION_LABELS))
-            or getattr(model, "placeholder", None) == PREDICTION_PLACEHOLDER)
+    return any(c in PREDICTION_CLASSES for c in classes(model))
 
 
 def _live_controls(models, ids, predictions: bool = True):
@@ -87,28 +86,32 @@ def _live_controls(models, ids, predictions: bool = True):
 def wire_predictions(models, node: str) -> dict[str, str]:
     """A node's prediction controls resolved in the page from the recorded outcomes (player.js:
     `predict`): a choice button commits its choice, the number box its number (Enter, or the
-    Lock button). Returns the ids of the panel's status line and of the panel."""
-    ids = {}
+    Lock button). Returns the ids of the panel's status line, of the panel, and of each choice's
+    button (`choices`: the player shows the one locked in pressed)."""
+    ids: dict = {"choices": {}}
     for model in models:
-        kind, label = type(model).__name__, getattr(model, "label", None)
+        cls = classes(model)
         call = f"window.kvvizPlayer.act({node!r}, 'predict'"
-        if "Button" in kind and isinstance(label, str) and label.startswith(PREDICTION_LABELS[0]):
-            model.js_on_event("button_click", CustomJS(code=call + f", {label[len(PREDICTION_LABELS[0]):]!r})"))
-        elif "Button" in kind and label == PREDICTION_LABELS[1]:
+        choice = next((c[len(CHOICE) + 1:] for c in cls if c.startswith(CHOICE + "-")), None)
+        if choice is not None:
+            model.js_on_event("button_click", CustomJS(code=call + f", {choice!r})"))
+            ids["choices"][choice] = model.id
+        elif "kv-predict-lock" in cls:
             model.js_on_event("button_click", CustomJS(code=call + ", null)"))
-        elif getattr(model, "placeholder", None) == PREDICTION_PLACEHOLDER:
+        elif NUMBER in cls:
             model.js_on_change("value_input", CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'predict_typing', cb_obj.value_input)"))
             model.js_on_change("value", CustomJS(code=call + ", cb_obj.value)"))
-        elif "kv-predict-note" in str(getattr(model, "text", "")):
+        elif "kv-predict-status" in cls:
             ids["status"] = model.id
-        elif "kv-predict" in (getattr(model, "css_classes", None) or []):
+        elif "kv-predict" in cls:
             ids["panel"] = model.id
     return ids
 
 
-# Every node's predict-then-run controls need a live engine to answer (kvviz/controls/prediction.py).
-PREDICTION_LABELS = ("Predict: ", "Lock in my prediction")
-PREDICTION_PLACEHOLDER = "a whole number"
+# Every node's predict-then-run controls need a live engine to answer (kvviz/controls/prediction.py):
+# its choice buttons (CHOICE-<choice>), its number box and its Lock button, by class.
+NUMBER = "kv-predict-number"
+PREDICTION_CLASSES = (CHOICE, NUMBER, "kv-predict-lock")
 
 
 def disable(models, ids) -> None:

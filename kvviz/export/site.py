@@ -33,6 +33,7 @@ from bokeh.resources import Resources
 from bokeh.util.paths import bokehjs_path
 
 from kvviz import page_text
+from kvviz.controls.prediction import CHOSEN
 from kvviz.export import checks
 from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
 from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
@@ -41,6 +42,7 @@ from kvviz.export.record import Recording, record
 from kvviz.lesson import NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening
 from kvviz.nodes import BY_KEY, LIVE, NODES
 from kvviz.nodes.recipe import Recipe
+from kvviz.state import predict
 from kvviz.web import stylesheet
 from kvviz.web.keyboard import Keyboard
 
@@ -80,15 +82,19 @@ NODE_04_HTML = f"""<section class="kv-live-links" aria-label="Node {html.escape(
 <a class="kv-live-link" href="{SERVED_LIVE}?node=vllm">Open node {html.escape(BY_KEY["vllm"].number)}</a></p></div>
 </section>"""
 
-# The page's hand-in, under Explain it back: the answer, the self-checks and every prediction
-# made on the page, with the state reached, in one request (player.js: handIn).
-HANDIN_HTML = """<section class="kv-live-links" aria-label="Hand in">
-<h2>Hand in to your teacher</h2>
-<div class="kv-handin-played"><p>Your teacher sees your answer, your self-checks and what you predicted above,
-and the state you reached. Hand in again later: it adds to what you handed in before.</p>
+# The played page's hand-in box (player.js: handIn): under Explain it back and, on a served page,
+# under each answered prediction (player.js: resolve), as the live page has one under its verdicts.
+HANDIN_BOX = """<div class="kv-handin-played"><p>Your teacher sees your answer, your self-checks and what you
+predicted, and the state you reached. Hand in again later: it adds to what you handed in before.</p>
 <label>Your name <input class="kv-handin-name" type="text" maxlength="60" autocomplete="nickname"></label>
 <button type="button" class="kv-handin-send" onclick="window.kvvizPlayer.handIn(this)">Hand in</button>
-<span class="kv-handin-status" role="status"></span></div>
+<span class="kv-handin-status" role="status"></span></div>"""
+
+# The page's hand-in, under Explain it back: the answer, the self-checks and every prediction
+# made on the page, with the state reached, in one request.
+HANDIN_HTML = f"""<section class="kv-live-links" aria-label="Hand in">
+<h2>Hand in to your teacher</h2>
+{HANDIN_BOX}
 </section>"""
 
 
@@ -137,7 +143,8 @@ def predictions(state, recipe: Recipe) -> dict:
         if state.predictions:
             entry = state.predictions[-1]
             outcomes[target] = {"outcome": entry.outcome, "why": entry.why}
-    return {"questions": questions, "outcomes": outcomes}
+    # (what the page says when a locked prediction's question changed, and the pressed choice's class)
+    return {"questions": questions, "outcomes": outcomes, "cleared": predict.CLEARED, "chosen": CHOSEN}
 
 
 
@@ -213,7 +220,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
                        sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
     doc = Document()
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)
-    live_config = {"handin": SERVED_HANDIN, "frames": SERVED_FRAMES} if served else {}
+    live_config = {"handin": SERVED_HANDIN, "frames": SERVED_FRAMES, "handinBox": HANDIN_BOX} if served else {}
     scripts = [f"window.kvvizPlayer.configure({json.dumps(live_config)});"]
     placed: dict[str, list] = {}
     for key in keys:

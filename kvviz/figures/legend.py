@@ -56,4 +56,4 @@ def legend_html(keys) -> str:
 
 
 def legend(keys=tuple(ENTRIES)) -> pn.pane.HTML:
-    return pn.pane.HTML(legend_html(keys), sizing_mode="stretch_width", margin=(0, 10))
+    return pn.pane.HTML(legend_html(keys), sizing_mode="stretch_width", margin=(0, 10), css_classes=["kv-legend-box"])

@@ -1,7 +1,8 @@
 """The radix tree of node 03, root at the left: the shared trunk, then one branch per suffix.
 
-Each node is labelled with an excerpt of its text (Bokeh text glyphs: plain text, never HTML),
-its blocks and its lock count, and coloured as its blocks are in the strip: one request's own
+Each node is labelled with an excerpt of its text cut to its box (Bokeh text glyphs: plain text,
+never HTML; what follows the words its siblings share, where those would fill the box), its blocks
+and its lock count (explained in a line under the title), and coloured as its blocks are in the strip: one request's own
 branch in that request's colour, a part several requests share in the strip's shared grey.
 Unlocked nodes (lock 0, used by no live request) are idle cache, drawn dashed and light: those
 are what eviction removes first.
@@ -24,9 +25,41 @@ from kvviz.web.refs import Ref, value, watch
 from kvviz.web.sources import assign, binary, padded
 
 ROW_PX = 64
-LABEL_CHARS = 26
-NARROW_LABEL_CHARS = 11  # a phone's labels (the hover has the whole text)
 NARROW_PX = 900  # a figure narrower than this draws the short labels: the long ones would spill out of the boxes
+# A label is cut to its box: the box's width in pixels at the narrowest figure of each layout (the
+# wide one from NARROW_PX; a phone's ~330 px), over a character's width at the label's font size
+# (12 px; 0.6 em, a wide estimate for a proportional font). The hover has the whole text.
+BOX_WIDTH = 0.84  # of a column (one tree level)
+LABEL_PX, CHAR_EM, BOX_PAD_PX = 12, 0.6, 6
+NARROW_MIN_PX = 330
+# What each box's second line says (its blocks and lock count), under the figure's title.
+LOCK_NOTE = ("Each box: its text, its blocks, and <b>lock n</b>: how many live requests use it. "
+             "Lock 0 (dashed) is idle cache, evicted first.")
+
+
+def label_chars(figure_px: float, columns: float) -> int:
+    """How many characters of a label fit in a box of a figure `figure_px` wide, `columns` levels."""
+    box_px = BOX_WIDTH * figure_px / columns
+    return max(4, int((box_px - BOX_PAD_PX) / (LABEL_PX * CHAR_EM)))
+
+
+def shared_words(texts: list[str]) -> int:
+    """The length of the whole words all of `texts` (siblings' labels) begin with: 0 for one text."""
+    if len(texts) < 2:
+        return 0
+    first, last = min(texts), max(texts)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first.rfind(" ", 0, n) + 1  # (after the last space both share: a word cut in one is not shared)
+
+
+def cut(text: str, shared: int, chars: int) -> str:
+    """`text` in `chars` characters: whole, else its distinguishing part (the words after what its
+    siblings share, after '…') when the shared words would leave it too little room."""
+    if len(text) <= chars or shared == 0 or chars - shared >= 10:
+        return fmt.excerpt(text, chars)
+    return "…" + fmt.excerpt(text[shared:], chars - 1)
 
 
 def layout(snap: Snapshot) -> tuple[dict, dict, int]:
@@ -52,6 +85,10 @@ def layout(snap: Snapshot) -> tuple[dict, dict, int]:
 
     place(0, 0)
     rows = max(next_row[0], 1)
+    columns = max(2.5, max(x for x, _y in pos.values()) + 0.5) + 0.5  # (as the figure's x range: _x_end)
+    wide, narrow = label_chars(NARROW_PX, columns), label_chars(NARROW_MIN_PX, columns)
+    texts = {n.node_id: fmt.printable(n.text) for n in snap.radix}
+    shared = {parent: shared_words([texts[k.node_id] for k in kids]) for parent, kids in children.items()}
     nodes = {"x": [0.0], "y": [pos[0][1]], "label": ["root"], "sub": [""], "label_n": ["root"], "sub_n": [""],
              "fill": ["#444444"],
              "dash": ["solid"], "ink": ["#ffffff"], "text": ["(empty: the start of every prompt)"],
@@ -65,9 +102,9 @@ def layout(snap: Snapshot) -> tuple[dict, dict, int]:
                 owner_colour(owners.pop()) if len(owners) == 1 else SHARED_FILL)
         nodes["x"].append(x)
         nodes["y"].append(y)
-        nodes["label"].append(fmt.excerpt(n.text, LABEL_CHARS))
+        nodes["label"].append(cut(texts[n.node_id], shared[n.parent_id], wide))
         nodes["sub"].append(f"blocks {fmt.block_ranges(n.blocks)} · lock {n.lock_ref}")
-        nodes["label_n"].append(fmt.excerpt(n.text, NARROW_LABEL_CHARS))
+        nodes["label_n"].append(cut(texts[n.node_id], shared[n.parent_id], narrow))
         nodes["sub_n"].append(f"{fmt.block_ranges(n.blocks)} · lock {n.lock_ref}")
         nodes["fill"].append(fill)
         nodes["dash"].append("solid" if n.lock_ref > 0 else "dashed")
@@ -130,8 +167,8 @@ class RadixTreeFigure(pn.viewable.Viewer):
                                  sizing_mode="stretch_width")
 
     def _title_html(self) -> str:
-        return '<div class="kv-figure-title">Radix tree of cached prefixes (root at the left)</div>' if value(
-            self.sharing) else ""
+        return ('<div class="kv-figure-title">Radix tree of cached prefixes (root at the left)</div>'
+                f'<div class="kv-figure-note">{LOCK_NOTE}</div>') if value(self.sharing) else ""
 
     def _off(self) -> dict[str, str]:
         """While sharing is off the figure carries `data-off` and kvviz.css hides it. Bokeh's

@@ -70,8 +70,12 @@ class NodeState(param.Parameterized):
         a refusal; `at`: where it shows; `reads`: an engine step, whose reads the strips light."""
         with self.batch_updates():
             snapshots = self._snapshots() if snapshots is None else snapshots
+            if extra.get("predicted", True) is None:  # (a prediction dropped on purpose: Reset)
+                extra.setdefault("prediction_note", "")
             self.param.update({"notice": notice, "notice_level": "warning" if warn else "info", "notice_at": at,
                                "show_reads": reads, "version": self.version + 1, **snapshots, **extra})
+            if "predicted" not in extra:
+                self._drop_stale_prediction()
 
     def _say(self, notice: str, warn: bool = True, at: str = "controls") -> None:
         """A notice alone (nothing else changed)."""
@@ -122,6 +126,20 @@ class NodeState(param.Parameterized):
             return False
         self.param.update(predicted=predict.PendingPrediction(question.text, taken), prediction_note="")
         return True
+
+    def _awaits_outcome(self) -> bool:
+        """Whether the key action ran and its outcome is not known yet (the pending prediction stays)."""
+        return False
+
+    def _drop_stale_prediction(self) -> None:
+        """A prediction locked in for a question no longer asked (a slider rewrote it, a step
+        changed its numbers) is dropped, and the note says so: it would be judged against another
+        question."""
+        if self.predicted is None or self._awaits_outcome():
+            return
+        question = self.question()
+        if question is None or question.text != self.predicted.question:
+            self.param.update(predicted=None, prediction_note=predict.CLEARED.format(predicted=self.predicted.predicted))
 
     def _resolve_prediction(self) -> None:
         """After the key action ran: the pending prediction meets the engine's outcome."""

@@ -16,8 +16,28 @@ export function render({ model }) {
     for (const c of controls) if (c.getAttribute("aria-label") !== label) c.setAttribute("aria-label", label);
     return controls.length > 0;
   };
+  const press = (host, on) => {
+    for (const b of (host.shadowRoot ?? host).querySelectorAll("button")) {
+      const want = host.classList.contains(on) ? "true" : "false";
+      if (b.getAttribute("aria-pressed") !== want) b.setAttribute("aria-pressed", want);
+    }
+  };
   const apply = () => {
     let done = true;
+    for (const [cls, on] of Object.entries(model.pressed)) {
+      const found = hosts(document, cls, 0, []);
+      done = done && found.length > 0;
+      for (const host of found) {
+        press(host, on);
+        if (!observed.has(host)) {  // (its class changes on the host; Bokeh re-renders the button inside)
+          observed.add(host);
+          const o = new MutationObserver(() => press(host, on));
+          o.observe(host, { attributes: true, attributeFilter: ["class"] });
+          if (host.shadowRoot) o.observe(host.shadowRoot, { childList: true, subtree: true });
+          observers.push(o);
+        }
+      }
+    }
     for (const [cls, label] of Object.entries(model.names)) {
       const found = hosts(document, cls, 0, []);
       done = done && found.length > 0;

@@ -38,11 +38,10 @@ class FragmentationState(NodeState):
             return  # already built for this length (Reset sets both at once)
         freed = self.freed_r2
         self.scenario = fresh(FragmentationScenario, self.reserve)
-        # a prediction locked in was asked about the old length: it no longer applies
+        # (a prediction locked in was asked about the old length: _refresh drops it, and says so)
         if freed and (why := self._why_not(self.scenario.free_r2)) is not None:
-            return self._refresh(f"With {self.reserve}-block slabs there is no R2 to free: {why}", playing=False,
-                                 predicted=None)
-        self._refresh(playing=False, predicted=None)
+            return self._refresh(f"With {self.reserve}-block slabs there is no R2 to free: {why}", playing=False)
+        self._refresh(playing=False)
 
     def free_r2(self) -> None:
         """Release R2 once the three requests have finished (run them to the end first, so the

@@ -70,6 +70,9 @@ class PagingState(NodeState):
 
     CHOICES = ("admitted", "refused")
 
+    def _awaits_outcome(self) -> bool:
+        return self._awaited is not None
+
     def question(self) -> Question:
         free = self.scenario.contiguous.snapshot().metrics.blocks_free
         return Question(text.PREDICT.format(free=free), "Add request", self.CHOICES)

@@ -7,10 +7,9 @@ from kvviz.state.card import Card
 TITLE = "PagedAttention"
 _SLAB = PagingScenario.RESERVE_BLOCKS
 
+HEADING = "## 02 · PagedAttention: the cache in fixed pages"
 PROSE = """
-## 02 · PagedAttention: the cache in fixed pages
-
-Cut the cache into small fixed **pages** (one block of 16 tokens), handed out only when a request's last
+Cut the cache into small fixed **pages** (16 tokens each), handed out only when a request's last
 page is full, and give each request a **block table** (logical page → physical block), so its pages can lie
 anywhere. The waste is at most one part-filled page per request, and any free block fits any request.
 """
@@ -29,15 +28,15 @@ MORE = """
 </details>
 """
 
+# The reference lesson's card, shown (not folded away): Explain it back asks about it.
 ANALOGY = """
-<details class="kv-more"><summary>The operating-system idea: virtual memory</summary>
+<div class="kv-kicker">OS analogy · virtual memory</div>
 
-A program sees one tidy, contiguous address
-space; the OS page table quietly maps each of its pages to some physical frame, wherever one is
-free. A block table does the same for a request's tokens: contiguous to the model's attention,
-scattered in the pool. That is where vLLM's PagedAttention got its name.
+#### A page table for the KV cache
 
-</details>
+A program sees one tidy, contiguous address space; the OS page table quietly maps each of its pages to whatever
+physical frame is free. A block table does the same for a request's tokens: contiguous to
+attention, scattered in the pool. That is where vLLM's PagedAttention got its name.
 """
 
 TRY = (
