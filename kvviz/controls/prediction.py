@@ -110,7 +110,7 @@ class Prediction(pn.viewable.Viewer):
                 self._layout.visible = shown
             chosen = s.predicted.predicted if s.predicted is not None else None
             for choice, button in self.choices.items():
-                classes = [CHOICE, CHOSEN] if choice == chosen else [CHOICE]
+                classes = [CHOICE, f"{CHOICE}-{choice}", *([CHOSEN] if choice == chosen else [])]
                 if button.css_classes != classes:
                     button.css_classes = classes
             self._below(shows_verdict(s))

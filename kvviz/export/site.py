@@ -304,7 +304,8 @@ def _copy_libraries(text: str, out: Path) -> None:
 
 
 # The stylesheets a page links (the lesson's, Panel's components'), as a page's text names them.
-STYLESHEET_RE = re.compile(r'((?:"url":|href=)"(?:\./)?(?:kvviz\.css|static/extensions/panel/css/[A-Za-z0-9_./-]+\.css))"')
+STYLESHEET_RE = re.compile(r'((?:"url":|href=)"(?:\./)?(?:kvviz\.css|static/extensions/panel/[A-Za-z0-9_./@^-]+\.css))"')
+LINKED_RE = re.compile(r'"url":"((?:kvviz|handin)\.css\?v=[0-9a-f]+|static/extensions/panel/[A-Za-z0-9_./@^-]+\.css\?v=[0-9a-z.]+)"')
 
 
 def version_stylesheets(text: str, version: str) -> str:
@@ -312,6 +313,15 @@ def version_stylesheets(text: str, version: str) -> str:
     browser keeps them (kvviz/export/routes.py, deploy's nginx: cached when versioned), so a
     button drawn again asks for none."""
     return STYLESHEET_RE.sub(lambda m: f'{m.group(1)}?v={version}"', text)
+
+
+def preload_stylesheets(text: str) -> str:
+    """Every stylesheet the page's components link (each drawn into its own shadow root when it is
+    first shown), fetched with the page: a component drawn later, by a scripted action, finds it
+    in the browser's cache and sends nothing."""
+    urls = sorted(set(LINKED_RE.findall(text)))
+    tags = "".join(f'<link rel="preload" as="style" href="{html.escape(u)}">' for u in urls)
+    return text.replace("</head>", tags + "</head>", 1)
 
 
 def stylesheet_version() -> str:
@@ -325,7 +335,7 @@ def write_page(doc: Document, scripts: list[str], path: Path, title: str) -> Non
     pn.io.save.save(doc, str(path), resources=RESOURCES, title=title, template=NODE_PAGE_TEMPLATE)
     text = version_stylesheets(_localise(path.read_text(encoding="utf-8"), path.parent), stylesheet_version())
     # (a stylesheet the live page has from Panel's /components/ route: copied beside the pages)
-    text = text.replace(stylesheet.ROUTE + "assets/", "")
+    text = preload_stylesheets(text.replace(stylesheet.ROUTE + "assets/", ""))
     _copy_libraries(text, path.parent)
     player = f"<script>{PLAYER_JS}\n{checks.CHECKS_JS}\n{''.join(scripts)}</script>"
     end = text.rindex("</body>")  # (the inlined libraries contain the string too)

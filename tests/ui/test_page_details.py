@@ -46,7 +46,7 @@ def note(page, node: str):
 def test_node_02_shows_its_strips_right_under_its_heading_and_its_analogy_as_a_card(page, recorded, served, which):
     page.set_viewport_size(LAPTOP)
     open_page(page, which, served, "paging")
-    heading = page.locator(".kv-node-paging .kv-heading h3").first
+    heading = page.locator(".kv-node-paging .kv-heading h2").first
     heading.scroll_into_view_if_needed()
     settled(page)
     top = heading.bounding_box()
@@ -76,7 +76,7 @@ def test_on_a_phone_node_02_shows_its_heading_then_its_strips_and_their_legend(b
         page.locator(".kv-node-paging .kv-heading").first.scroll_into_view_if_needed()
         settled(page)
         heading, strips, legend, lead = (page.locator(f".kv-node-paging {sel}") for sel in (
-            ".kv-heading h3", ".kv-strip-box", ".kv-legend-box", ".kv-lead"))
+            ".kv-heading h2", ".kv-strip-box", ".kv-legend-box", ".kv-lead"))
         top = heading.first.bounding_box()
         assert 0 <= strips.first.bounding_box()["y"] - (top["y"] + top["height"]) <= 60
         assert strips.nth(1).bounding_box()["y"] < legend.first.bounding_box()["y"] < lead.first.bounding_box()["y"]

@@ -191,7 +191,7 @@ def test_hand_in_from_the_recorded_lesson_in_one_request(page, recorded, served)
     page.get_by_role("checkbox", name="Prefix sharing").check()
     expect(page.locator('.kv-predict-note[data-node="radix"]')).to_contain_text("Right")
     name = "<img src=x onerror=alert(1)> played"
-    end = page.locator(".kv-live-links")  # (the box at the page's end; one shows under the verdict too)
+    end = page.get_by_role("region", name="Hand in")  # (the box under Explain it back; one shows under the verdict too)
     end.locator(".kv-handin-name").fill(name)
     end.get_by_role("button", name="Hand in", exact=True).click()
     expect(end.locator(".kv-handin-status")).to_contain_text("Your teacher can see it now")
@@ -403,9 +403,10 @@ def test_explain_it_back_is_on_the_page_and_a_hand_in_keeps_everything(page, rec
     assert traffic["requests"][sent:] == []  # (answered from the recording)
     page.locator(".kv-recorded-explain textarea").fill("Paging borrows virtual memory's pages.")
     name = "Ada played explain"
-    page.locator(".kv-handin-name").fill(name)
-    page.get_by_role("button", name="Hand in", exact=True).click()
-    expect(page.locator(".kv-handin-status")).to_contain_text("Your teacher can see it now")
+    end = page.get_by_role("region", name="Hand in")
+    end.locator(".kv-handin-name").fill(name)
+    end.get_by_role("button", name="Hand in", exact=True).click()
+    expect(end.locator(".kv-handin-status")).to_contain_text("Your teacher can see it now")
     stored = [h for h in Store(str(served.db)).handins() if h.name == name]
     assert len(stored) == 1
     assert [p.predicted for p in stored[0].predictions] == ["18"]
@@ -414,8 +415,8 @@ def test_explain_it_back_is_on_the_page_and_a_hand_in_keeps_everything(page, rec
     # A second hand-in (the answer box emptied) adds to the first: nothing is lost.
     page.locator(".kv-recorded-explain textarea").fill("")
     page.wait_for_timeout(3500)  # (the server takes one hand-in per student every 3 s)
-    page.get_by_role("button", name="Hand in", exact=True).click()
-    expect(page.locator(".kv-handin-status")).to_contain_text("hand-in 2")
+    end.get_by_role("button", name="Hand in", exact=True).click()
+    expect(end.locator(".kv-handin-status")).to_contain_text("hand-in 2")
     again = [h for h in Store(str(served.db)).handins() if h.name == name]
     assert len(again) == 1 and again[0].answer == stored[0].answer
     assert len(again[0].predictions) == 1 and len(again[0].checks) == 1
