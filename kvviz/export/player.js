@@ -247,7 +247,6 @@
 
     run(effect, value) {
       const v = this.vars;
-      const was = this.branchOf(v);
       if (effect.reset) Object.assign(v, this.meta.vars || {});
       for (const [k, x] of Object.entries(effect.set || {})) {
         const given = x === "$value" ? value : x;
@@ -263,8 +262,6 @@
         at = first < 0 ? steps.length - 1 : first;
       }
       if (effect.replay) at = 0;
-      // (an action that changes nothing, e.g. Free R2 once freed, leaves the state where it is, as live)
-      if (!effect.count && !effect.replay && !effect.reset && this.branchOf(v) === was && this.branch === was) return;
       this.go(this.branchOf(v), at);
       if (effect.play || effect.replay) this.play(true);
     }
