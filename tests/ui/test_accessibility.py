@@ -124,3 +124,31 @@ def test_the_recorded_lesson_students_open_has_nothing_serious_and_rings_its_con
     assert serious(page) == []
     reached, bare = focus_rings(page)
     assert reached >= 10 and bare == []
+
+
+def every_violation(page) -> list[str]:
+    """axe-core's violations of any impact (one line each)."""
+    found = Axe().run(page).response["violations"]
+    return [f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:4]}" for v in found]
+
+
+@pytest.mark.parametrize("query", ["", "?node=fragmentation", "?node=paging", "?node=radix"])
+def test_the_played_pages_have_no_violation_of_any_impact(page, served, query):
+    """Issue 28: the page students open, whole and node by node, with nothing axe-core finds (of
+    any impact: the landmarks, the h1, the heading order, unique navigation names included)."""
+    served.wait_for_recordings()
+    page.goto(served.base + query)
+    page.wait_for_function("document.documentElement.dataset.kvReadyFragmentation === '1'"
+                           if query in ("", "?node=fragmentation") else
+                           f"document.documentElement.dataset.kvReady{query[6:].title()} === '1'")
+    settled(page)
+    assert every_violation(page) == []
+
+
+def test_the_live_page_and_the_teacher_page_have_no_violation_of_any_impact(page, served, lesson_url):
+    page.goto(lesson_url)
+    build_every_node(page)
+    assert every_violation(page) == []
+    page.goto(served.base + "teacher")
+    expect(page.get_by_label("Teacher passphrase")).to_be_visible()
+    assert every_violation(page) == []
