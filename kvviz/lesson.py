@@ -57,6 +57,15 @@ def opening(heading: bool) -> list:
             Nav(items_html=NAV_HTML, sizing_mode="stretch_width", css_classes=["kv-nav-always"] if heading else [])]
 
 
+def page_heading(key: str) -> pn.pane.HTML:
+    """A page of one node: the lesson's title and the node's, as the page's h1 for assistive
+    technology (the node's own heading shows it on screen)."""
+    n = BY_KEY[key]
+    hidden = "position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;margin:0"
+    return pn.pane.HTML(f'<h1 style="{hidden}">{html.escape(page_text.TITLE)}: {html.escape(n.number)} · '
+                        f'{html.escape(n.title)}</h1>', margin=0, height=0, width=0)
+
+
 def closing() -> list:
     """The lesson's frame after its nodes: the three ideas in short, and what to read next."""
     return [pn.pane.Markdown(page_text.SUMMARY, sizing_mode="stretch_width", css_classes=["kv-prose", "kv-summary"]),
@@ -130,7 +139,7 @@ class Lesson:
 
     def node_page(self, key: str) -> pn.Column:
         """One node alone, no template chrome (for an iframe)."""
-        page = pn.Column(self._notice_pane(), self.view(key), self.keyboard, ConnectionNotice(width=0, height=0, margin=0),
+        page = pn.Column(page_heading(key), self._notice_pane(), self.view(key), self.keyboard, ConnectionNotice(width=0, height=0, margin=0),
                          sizing_mode="stretch_width",
                          css_classes=["kv-embed"], margin=(8, 14))
         if pn.state.curdoc is not None:

@@ -39,7 +39,7 @@ from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order
 from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
 from kvviz.export.recipes import recipes
 from kvviz.export.record import Recording, record
-from kvviz.lesson import NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening
+from kvviz.lesson import NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening, page_heading
 from kvviz.nodes import BY_KEY, LIVE, NODES
 from kvviz.nodes.recipe import Recipe
 from kvviz.state import predict
@@ -207,7 +207,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
                          css_classes=["kv-prose", "kv-provenance"])
     whole = len(keys) > 1  # (the whole lesson: in its frame, as the live page has it)
     prose = {"sizing_mode": "stretch_width", "css_classes": ["kv-prose"]}
-    parts = [*(opening(heading=True) if whole else [])]
+    parts = [*(opening(heading=True) if whole else [page_heading(keys[0])])]
     for k in keys:
         if k == "explain" and served and whole:
             parts.append(pn.pane.HTML(NODE_04_HTML, **prose))
