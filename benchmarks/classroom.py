@@ -157,8 +157,8 @@ def page_resources(page: str, page_path: str) -> list[str]:
     for ref in RESOURCE_RE.findall(page):
         url = urllib.parse.urljoin(page_path, ref)
         parsed = urllib.parse.urlsplit(url)
-        if parsed.netloc:
-            continue  # another host (none in a served page; a CDN would be)
+        if parsed.netloc or parsed.scheme not in ("", "http", "https"):
+            continue  # another host (none in a served page; a CDN would be), or inline (the icon: data:)
         out.append(parsed.path + (f"?{parsed.query}" if parsed.query else ""))
     return list(dict.fromkeys(out))
 
