@@ -167,7 +167,7 @@ def test_helpers_for_addresses_backends_and_page_resources():
     assert classroom.source_address(0) == "127.1.0.1" and classroom.source_address(250) == "127.1.1.1"
     assert classroom.answered_by("127.0.0.1:5101, 127.0.0.1:5100") == "127.0.0.1:5100"
     page = ('<script src="static/js/bokeh.min.js?v=1"></script><link rel="stylesheet" href="/assets/kvviz.css">'
-            '<script src="https://cdn.example/x.js"></script>')
+            '<script src="https://cdn.example/x.js"></script><link rel="icon" href="data:image/svg+xml,%3Csvg%3E">')
     assert classroom.page_resources(page, "/app") == ["/static/js/bokeh.min.js?v=1", "/assets/kvviz.css"]
     with pytest.raises(SystemExit):
         classroom.check_loopback("http://192.0.2.1:5006/app")
