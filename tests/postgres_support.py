@@ -28,6 +28,11 @@ SUPERUSER = "kvviz_test"
 HOSTS = ("127.0.0.1", "127.0.0.2")
 
 
+def via(class_db: str, machine: int) -> str:
+    """The store as machine 0 or 1 reaches it (a SQLite file: the same file)."""
+    return class_db.replace(f"@{HOSTS[0]}:", f"@{HOSTS[machine]}:") if "://" in class_db else class_db
+
+
 def bindir() -> Path | None:
     """The newest installed PostgreSQL's server binaries (initdb, pg_ctl), or None."""
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3]))

@@ -20,7 +20,7 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from postgres_support import HOSTS
+from postgres_support import via
 
 from kvviz.handin import endpoint, key, model
 from kvviz.handin.model import MAX_ANSWER, MAX_ITEMS, HandIn, HandInCheck, HandInPrediction, merge
@@ -245,11 +245,8 @@ def _own_question(target: str, writer: int, barrier) -> None:
 
 
 def test_the_same_students_handing_in_different_questions_through_two_machines_at_once_lose_none(class_db):
-    def via(machine: int) -> str:
-        return class_db.replace(f"@{HOSTS[0]}:", f"@{HOSTS[machine]}:") if "://" in class_db else class_db
-
     barrier = CTX.Barrier(4)
-    procs = [CTX.Process(target=_own_question, args=(via(w % 2), w, barrier)) for w in range(4)]
+    procs = [CTX.Process(target=_own_question, args=(via(class_db, w % 2), w, barrier)) for w in range(4)]
     for p in procs:
         p.start()
     for p in procs:

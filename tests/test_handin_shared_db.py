@@ -15,7 +15,7 @@ import signal
 import threading
 
 import pytest
-from postgres_support import HOSTS
+from postgres_support import via
 
 from kvviz.handin.model import HandIn
 from kvviz.handin.report import to_csv
@@ -28,11 +28,6 @@ PROCESSES, THREADS, EACH = 2, 6, 5  # per machine: 2 machines x 2 x 6 x 5 = 120 
 
 def sid(i: int) -> str:
     return f"{i:032x}"
-
-
-def via(class_db: str, machine: int) -> str:
-    """The store as machine 0 or 1 reaches it."""
-    return class_db.replace(f"@{HOSTS[0]}:", f"@{HOSTS[machine]}:") if "://" in class_db else class_db
 
 
 def handin(i: int, machine: int, answer: str = "") -> HandIn:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bokeh.models import CustomJS
 
+from kvviz.export.player import by_class
 from kvviz.nodes.explain.checks import CHECKS
 from kvviz.nodes.explain.state import FACT_NODE, SAY, withheld
 from kvviz.nodes.recipe import Recipe
@@ -66,27 +67,20 @@ def meta(states: dict, plan: dict[str, Recipe]) -> dict:
             "say": {**SAY, **PLAYED_SAY}}
 
 
-def _one(models, css_class: str):
-    found = [m for m in models if css_class in (getattr(m, "css_classes", None) or [])]
-    if len(found) != 1:
-        raise LookupError(f"{len(found)} models with class {css_class!r} in Explain it back")
-    return found[0]
-
-
 def wire(models) -> dict[str, str]:
     """Attach Explain it back's controls among `models` (its view's) to the player (checks.js),
     each found by its class; hide what needs a session (its own hand-in box: the page's is
     below it; the Markdown download). Returns the ids of the parts the player writes."""
     ids = {}
     for c in CHECKS:
-        ids[f"question-{c.key}"] = _one(models, f"kv-check-question-{c.key}").id
-        ids[f"feedback-{c.key}"] = _one(models, f"kv-check-feedback-{c.key}").id
-        box, button = _one(models, f"kv-check-box-{c.key}"), _one(models, f"kv-check-button-{c.key}")
+        ids[f"question-{c.key}"] = by_class(models, f"kv-check-question-{c.key}").id
+        ids[f"feedback-{c.key}"] = by_class(models, f"kv-check-feedback-{c.key}").id
+        box, button = by_class(models, f"kv-check-box-{c.key}"), by_class(models, f"kv-check-button-{c.key}")
         call = f"window.kvvizPlayer.checks.check({c.key!r}, "
         button.js_on_event("button_click", CustomJS(args={"box": box}, code=call + "box.value_input || box.value)"))
         box.js_on_event("value_submit", CustomJS(code=call + "cb_obj.value)"))
     for part in PARTS:
-        ids[part.removeprefix("kv-explain-")] = _one(models, part).id
+        ids[part.removeprefix("kv-explain-")] = by_class(models, part).id
     for model in models:
         classes = getattr(model, "css_classes", None) or []
         if "kv-download" in classes or "kv-handin" in classes:

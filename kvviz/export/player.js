@@ -561,7 +561,7 @@
     // a page of one node acts on it. The node's own buttons do the same.
     key(action, inView) {
       const name = ORDER.length === 1 ? ORDER[0] : nodes[inView] ? inView : touched || ORDER[0];
-      if (nodes[name] && ["play", "step", "back", "reset"].includes(action)) nodes[name].act(action);
+      if (nodes[name]) nodes[name].act(action); // (an action the node lacks does nothing)
     },
     // The live lesson's link for every node's state now (Explain it back opens live with it).
     query() { return currentQuery(false).toString(); },

@@ -25,12 +25,17 @@ def classes(model) -> list[str]:
     return list(getattr(model, "css_classes", None) or [])
 
 
+def by_class(models, css_class: str):
+    """The one model among `models` with this class (LookupError when there is none, or more)."""
+    found = [m for m in models if css_class in classes(m)]
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} models with class {css_class!r} in the page")
+    return found[0]
+
+
 def _find(models, control: Control):
     """The Bokeh model of a control among `models` (a node's), by its id."""
-    found = [m for m in models if f"kv-{control.id}" in classes(m)]
-    if len(found) != 1:
-        raise LookupError(f"{len(found)} {control.kind}s with id {control.id!r} in the page")
-    return found[0]
+    return by_class(models, f"kv-{control.id}")
 
 
 def wire(models, node: str, controls):

@@ -191,13 +191,16 @@ def walks(folder: Path) -> dict[str, Walked]:
 
 
 def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool = False,
-               walked: dict[str, Walked] | None = None) -> tuple[Document, list[str], dict[str, list]]:
+               walked: dict[str, Walked] | None = None,
+               explained: dict | None = None) -> tuple[Document, list[str], dict[str, list]]:
     """A document holding the note and the nodes `keys`, recorded; returns it, its scripts and
     each node's recorded properties as (place in `model_order`, name): what a live process
     reads for a frame (kvviz/export/live.py). `served`: the page is served beside the live
     lesson, so the controls that need an engine continue their node live (else they are shown
     disabled). `walked`: the nodes already recorded by an earlier page of this export (reused:
-    put at their default state, not walked again), and where this page's walks are added."""
+    put at their default state, not walked again), and where this page's walks are added.
+    `explained`: Explain it back's self-checks per run (`checks.meta`), when this export made them
+    already for another page."""
     lesson, plan = Lesson({}), recipes()
     # (states with no view: predictions are resolved on them, self-checks answered)
     spare = Lesson({}) if served or "explain" in keys else None
@@ -228,7 +231,8 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
         if recipe is None:  # explain it back: its self-checks answered from the recorded runs
             mine = doc.get_model_by_id(_by_class(doc, f"kv-recorded-{key}")).references()
             parts_ids = checks.wire(mine)
-            scripts.append(f"window.kvvizPlayer.checks.setup({json.dumps(checks.meta(spare.states, plan))}, "
+            explained = explained or checks.meta(spare.states, plan)
+            scripts.append(f"window.kvvizPlayer.checks.setup({json.dumps(explained)}, "
                            f"{json.dumps(parts_ids)});")
             continue
         state = lesson.states[key]
@@ -367,19 +371,23 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     recorded = [n for n in NODES if n.key in recipes() and (n in LIVE or not served)]
     facts, pages = provenance(), []
     frames: dict[str, list] = {}  # node -> its recorded properties (build_page)
+    # (Explain it back's self-checks per run: made once, for every page that holds it)
+    wanted = not only or (not served and "explain" in only)
+    explained = checks.meta(Lesson({}).states, recipes()) if wanted else None
     # (walked: node -> its walk, made for its own page and reused by index.html, or given)
     # (served: explain is in index.html only)
     nodes = [n for n in [*recorded, *([] if served else [BY_KEY["explain"]])] if not only or n.key in only]
     total = len(nodes) + (0 if only else 1)
     for done, node in enumerate(nodes):
         progress(f"node {node.number} · {node.title}", done, total)
-        doc, scripts, placed = build_page([node.key], live_url, facts, served, walked)
+        doc, scripts, placed = build_page([node.key], live_url, facts, served, walked, explained)
         frames.update(placed)
         pages.append(out / f"{node.key}.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} · {node.title} (recording)")
     if not only:
         progress("the whole lesson's page", len(nodes), total)
-        doc, scripts, _placed = build_page([*(n.key for n in recorded), "explain"], live_url, facts, served, walked)
+        doc, scripts, _placed = build_page([*(n.key for n in recorded), "explain"], live_url, facts, served, walked,
+                                           explained)
         pages.append(out / "index.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} (recording)")
     if served:  # (what kvviz/export/live.py reads for a frame, beside the pages)
