@@ -52,7 +52,7 @@ def meta(states: dict, plan: dict[str, Recipe]) -> dict:
     explain = states["explain"]
     asked: dict[str, dict] = {}
     facts: dict[str, dict] = {}
-    for node in {c.node for c in CHECKS}:
+    for node in dict.fromkeys(c.node for c in CHECKS):  # (in the checks' order: the same page every time)
         recipe = plan.get(node)
         if recipe is None:
             continue
