@@ -39,8 +39,8 @@ SUMMARY = """
 NEXT = """
 ## What to read next
 
-Paging and prefix sharing fit more requests into the cache, but every number in it still takes real
-bytes. Next comes **quantization**: storing the weights and the cache in 8 or 4 bits instead of 16,
+Paging and prefix sharing fit more requests into the cache, yet each key and value stored there
+still costs bytes. Next comes **quantization**: storing the weights and the cache in 8 or 4 bits instead of 16,
 and what that costs in accuracy. The papers behind this lesson: *Efficient Memory Management for
 Large Language Model Serving with PagedAttention* (Kwon et al., 2023, vLLM) and *SGLang: Efficient
 Execution of Structured Language Model Programs* (Zheng et al., 2024, RadixAttention).

@@ -85,4 +85,4 @@ def test_the_radix_tree_says_what_lock_n_counts():
 
 
 def test_node_02s_analogy_is_a_card_not_folded_away():
-    assert "<details" not in paging_text.ANALOGY and "A page table for the KV cache" in paging_text.ANALOGY
+    assert "<details" not in paging_text.ANALOGY and "The KV cache gets a page table" in paging_text.ANALOGY

@@ -55,7 +55,7 @@ def test_node_02_shows_its_strips_right_under_its_heading_and_its_analogy_as_a_c
     card = page.locator(".kv-node-paging .kv-analogy").first
     expect(card).to_be_visible()
     expect(card).to_contain_text("OS analogy · virtual memory", ignore_case=True)
-    expect(card).to_contain_text("A page table for the KV cache")
+    expect(card).to_contain_text("The KV cache gets a page table")
     expect(card.get_by_text("the OS page table quietly maps")).to_be_visible()  # (not folded in a <details>)
     # The same order on both pages: picture, controls, prediction, analogy, the block table.
     ys = [page.locator(sel).first.bounding_box()["y"] for sel in (

@@ -13,7 +13,7 @@ _PROMPT_BLOCKS = max(ceil_div(len(p.encode()), BLOCK_SIZE) for p in PROMPTS)  # 
 
 HEADING = "## 01 · Why the cache wastes memory"
 PROSE = """
-A reply's cache grows one token at a time, to a length nobody knows at the start. The naive engine
+A reply's cache gets longer with every token, to a length nobody knows at the start. The naive engine
 **reserves one contiguous slab** per request up front: its empty part is **internal
 fragmentation**, and a released slab leaves a hole that may be too short for the next one:
 **external fragmentation**.

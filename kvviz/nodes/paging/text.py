@@ -32,7 +32,7 @@ MORE = """
 ANALOGY = """
 <div class="kv-kicker">OS analogy · virtual memory</div>
 
-### A page table for the KV cache
+### The KV cache gets a page table
 
 A program sees one tidy, contiguous address space; the OS page table quietly maps each of its pages to whatever
 physical frame is free. A block table does the same for a request's tokens: contiguous to
