@@ -7,8 +7,10 @@ model property that any state changes is read off the document. The page replays
 in the browser (kvviz/export/player.py): the same figures, fed by the same code, so every number
 equals what the live engine shows for that state.
 
-Two passes: the first finds which (model, property) pairs change at all; the second reads them
-in every state. Values are stored once each (`values`), states as rows of indices into it.
+One walk: a property is read when the document says it changed (every change is an event), and
+one first changed at some state held its earlier value in every state before. Values are stored
+once each (`values`), states as rows of indices into it. kvviz/export/walk.py runs the walks of a
+whole recording on every core, a few branches per worker process.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class Recording:
     branches: dict[str, list[list[int]]] = field(default_factory=dict)  # key -> states -> value index per prop
     steps: dict[str, list[int]] = field(default_factory=dict)  # key -> the engine step count of each state
     links: dict[str, str] = field(default_factory=dict)  # key -> the live link's query for its settled end
+    # prop -> the index of its value before the walk (a state that never changed it has that); not written
+    first: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"props": self.props, "values": self.values, "branches": self.branches, "steps": self.steps,
@@ -163,7 +167,7 @@ def record(doc: Document, state, branches: dict[str, Setup], reset: Callable[[],
     finally:
         doc.remove_on_change(collect)
     first = {prop: intern(initial[prop]) for prop in order}
-    rec = Recording(props=[list(p) for p in order], values=stored.values, links=links)
+    rec = Recording(props=[list(p) for p in order], values=stored.values, links=links, first=first)
     for key in branches:
         mine = [(step, now) for k, step, now in visited if k == key][::-1]  # start to end
         rec.branches[key] = [[now.get(prop, first[prop]) for prop in order] for _, now in mine]

@@ -34,7 +34,7 @@ from bokeh.util.paths import bokehjs_path
 
 from kvviz import page_text
 from kvviz.controls.prediction import CHOSEN
-from kvviz.export import checks
+from kvviz.export import checks, walk
 from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
 from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
 from kvviz.export.recipes import recipes
@@ -377,15 +377,23 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     # (walked: node -> its walk, made for its own page and reused by index.html, or given)
     # (served: explain is in index.html only)
     nodes = [n for n in [*recorded, *([] if served else [BY_KEY["explain"]])] if not only or n.key in only]
-    total = len(nodes) + (0 if only else 1)
-    for done, node in enumerate(nodes):
+    # (every node's states, walked on every core before any page is written: kvviz/export/walk.py)
+    plan = recipes()
+    unwalked = {n.key: list(plan[n.key].branches) for n in nodes if n.key in plan and n.key not in walked}
+    parts = len(walk.pieces(unwalked)) if unwalked else 0
+    total = parts + len(nodes) + (0 if only else 1)
+    if unwalked:
+        progress("the nodes' states", 0, total)
+        walks_made = walk.walk_all(unwalked, on_done=lambda done, _all: progress("the nodes' states", done, total))
+        walked.update({key: Walked(rec, places, None) for key, (rec, places) in walks_made.items()})
+    for done, node in enumerate(nodes, start=parts):
         progress(f"node {node.number} · {node.title}", done, total)
         doc, scripts, placed = build_page([node.key], live_url, facts, served, walked, explained)
         frames.update(placed)
         pages.append(out / f"{node.key}.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} · {node.title} (recording)")
     if not only:
-        progress("the whole lesson's page", len(nodes), total)
+        progress("the whole lesson's page", parts + len(nodes), total)
         doc, scripts, _placed = build_page([*(n.key for n in recorded), "explain"], live_url, facts, served, walked,
                                            explained)
         pages.append(out / "index.html")
