@@ -8,7 +8,8 @@
     /lesson-handin    POST: a hand-in from the recorded lesson (kvviz/handin/endpoint.py)
     /lesson-live      GET: what no recording holds (a typed question, Release oldest...), run by
                       this process's engine and answered as one more branch to play
-                      (kvviz/export/live.py)
+                      (kvviz/export/live.py); a client asking too fast: 429, "slow down"
+                      (kvviz/process/throttle.py, as /lesson-handin)
 
 Importing this module starts the recording (kvviz/export/cache.py) in a child process if this
 code has none yet. Scripted actions on the recorded pages never reach the server; what no
@@ -31,6 +32,7 @@ from tornado.web import RequestHandler, StaticFileHandler
 
 from kvviz.export import cache, live
 from kvviz.handin.endpoint import HandInHandler
+from kvviz.process import throttle
 
 KEY = cache.key()
 NODE_RE = re.compile(r"^[a-z]{1,20}$")
@@ -89,9 +91,12 @@ class LessonStatus(RequestHandler):
 class LessonLive(RequestHandler):
     """`/lesson-live?node=...&<its link>[&act=...]`: one more branch for the page's player, run by
     this process's engine on the event loop's thread (Panel's models are not for two threads:
-    a branch takes a few hundred milliseconds, one at a time)."""
+    a branch takes a few hundred milliseconds, one at a time). A client asking faster than
+    kvviz/process/throttle.py allows is answered 429 at once, with nothing computed."""
 
     def get(self) -> None:
+        if throttle.refused(self, throttle.LIVE, throttle.SLOW_DOWN):
+            return
         started = time.perf_counter()
         waited = self.request.request_time()  # (since the request came in: the queue before this)
         self.set_header("Content-Type", "application/json")
