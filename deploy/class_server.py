@@ -128,7 +128,7 @@ def _load_throttle():
 
 
 throttle = _load_throttle()
-LIVE_QUEUE = 10  # live questions from one address nginx holds, paced, beyond the burst before it says 429
+LIVE_QUEUE = 4  # live questions from one address nginx holds, paced, beyond the burst before it says 429
 HANDIN_QUEUE = 40  # hand-ins from one address: a class behind one NAT address hands in together
 
 
@@ -167,6 +167,7 @@ def nginx_config(run_dir: Path, address: str, port: int, backend_ports: list[int
     bokeh, panel = package_dir("bokeh"), package_dir("panel")
     hosts = [f"127.0.0.1:{p}" for p in backend_ports] + list(upstreams or [])
     limits = request_limits(environ)
+    live_retry = throttle.retry_after(1 / limits["LIVE"][0]) if limits["LIVE"][0] > 0 else "1"  # (a token's refill)
     servers = "\n".join(f"        server {h} max_fails={max_fails} fail_timeout={fail_timeout_s}s;" for h in hosts)
     main = render(NGINX_TEMPLATE.read_text(), {
         "RUN_DIR": str(run_dir),
@@ -186,7 +187,8 @@ def nginx_config(run_dir: Path, address: str, port: int, backend_ports: list[int
         "LIVE_NOW": str(limits["LIVE"][1]),
         "LIVE_QUEUE": str(LIVE_QUEUE),
         # (in single quotes in nginx's config: JSON with no single quote in it)
-        "SLOW_DOWN_JSON": json.dumps({"ok": False, "message": throttle.SLOW_DOWN, "retry_after_s": 1}),
+        "LIVE_RETRY": live_retry,
+        "SLOW_DOWN_JSON": json.dumps({"ok": False, "message": throttle.SLOW_DOWN, "retry_after_s": int(live_retry)}),
         "SLOW_DOWN_HANDIN_JSON": json.dumps({"ok": False, "message": throttle.SLOW_DOWN_HANDIN, "retry_after_s": 2}),
     })
     proxy = render(PROXY_TEMPLATE.read_text(), {"TRIES": str(len(hosts))})

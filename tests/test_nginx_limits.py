@@ -36,7 +36,8 @@ def location(conf: str, name: str) -> str:
 
 def test_the_live_questions_and_hand_ins_are_limited_per_address_as_the_backends_limit_them(tmp_path):
     main, _proxy = class_server.nginx_config(tmp_path, "0.0.0.0", 5006, [5100, 5101], ROOT, environ={})
-    assert "limit_req_zone $binary_remote_addr zone=kvviz_live:10m rate=60r/m;" in main  # (1 a second)
+    per_minute = round(throttle.LIVE_RATE_PER_S * 60)
+    assert f"limit_req_zone $binary_remote_addr zone=kvviz_live:10m rate={per_minute}r/m;" in main
     assert f"rate={round(throttle.HANDIN_RATE_PER_S * 60)}r/m;" in main and "limit_req_status 429;" in main
     live = location(main, "= /lesson-live")
     burst = throttle.LIVE_BURST
@@ -47,8 +48,9 @@ def test_the_live_questions_and_hand_ins_are_limited_per_address_as_the_backends
     said = location(main, "@kvviz_slow_down")  # (up to the JSON's first brace)
     line = next(ln for ln in main[main.index("location @kvviz_slow_down {"):].splitlines() if "return 429" in ln)
     body = line[line.index("'") + 1: line.rindex("'")]
-    assert json.loads(body) == {"ok": False, "message": throttle.SLOW_DOWN, "retry_after_s": 1}
-    assert "add_header Retry-After 1 always;" in said
+    refill_s = int(throttle.retry_after(1 / throttle.LIVE_RATE_PER_S))  # (the wait for the next one)
+    assert json.loads(body) == {"ok": False, "message": throttle.SLOW_DOWN, "retry_after_s": refill_s}
+    assert f"add_header Retry-After {refill_s} always;" in said
 
 
 def test_the_limits_follow_the_environment_and_the_backends_get_twice_the_burst(tmp_path):

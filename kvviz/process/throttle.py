@@ -34,7 +34,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
-LIVE_RATE_PER_S = 1.0  # live answers a second per address, sustained
+LIVE_RATE_PER_S = 0.5  # live answers a second per address, sustained (one every 2 s)
 LIVE_BURST = 5  # ... and at once
 HANDIN_RATE_PER_S = 5.0  # hand-ins a second per address (each student: one every 3 s anyway)
 HANDIN_BURST = 40
