@@ -8,7 +8,8 @@
     /lesson-handin    POST: a hand-in from the recorded lesson (kvviz/handin/endpoint.py)
     /lesson-live      GET: what no recording holds (a typed question, Release oldest...), run by
                       this process's engine and answered as one more branch to play
-                      (kvviz/export/live.py)
+                      (kvviz/export/live.py); a client asking too fast: 429, "slow down"
+                      (kvviz/process/throttle.py, as /lesson-handin)
 
 Importing this module starts the recording (kvviz/export/cache.py) in a child process if this
 code has none yet. Scripted actions on the recorded pages never reach the server; what no
@@ -33,6 +34,7 @@ from tornado.web import RequestHandler, StaticFileHandler
 
 from kvviz.export import cache, live
 from kvviz.handin.endpoint import HandInHandler
+from kvviz.process import throttle
 
 KEY = cache.key()
 
@@ -97,9 +99,12 @@ class LessonLive(RequestHandler):
     """`/lesson-live?node=...&<its link>[&act=...]`: one more branch for the page's player, run by
     this process's engine on its one answering thread (`ANSWERING`: one branch at a time, a few
     hundred milliseconds each), so that the event loop goes on serving pages, hand-ins and
-    status meanwhile."""
+    status meanwhile. A client asking faster than kvviz/process/throttle.py allows is answered
+    429 at once, with nothing computed."""
 
     async def get(self) -> None:
+        if throttle.refused(self, throttle.LIVE, throttle.SLOW_DOWN):
+            return
         self.set_header("Content-Type", "application/json")
         self.set_header("Cache-Control", "no-store")
         folder = cache.ready(k=KEY)
