@@ -233,3 +233,57 @@ class TestOverHTTP(AsyncHTTPTestCase):
         assert after.code == 200 and json.loads(after.body)["paused"] is True
         report = self.fetch("/lesson-report", method="POST", body=body(), headers=json_)
         assert report.code == 200 and "token" in json.loads(report.body)
+
+
+# -- the teacher's side, driven in Python ---------------------------------------------------------
+OUTLINE = (("fragmentation", "01", "Fragmentation"), ("paging", "02", "Paging"), ("radix", "03", "Sharing"),
+           ("vllm", "04", "vLLM"), ("explain", "✎", "Explain it back"))
+
+
+def test_the_roster_counts_each_node_and_a_hostile_name_stays_text():
+    from kvviz.handin.roster import Seen
+    from kvviz.handin.roster_html import counts, roster_html
+
+    seen = [Seen(sid(1), HOSTILE, "radix", ("fragmentation", "radix"), 1.0, 100.0),
+            Seen(sid(2), "Bo", "paging", (), 2.0, 100.0), Seen(sid(3), "", "", (), 3.0, 0.0)]
+    assert counts(seen, OUTLINE) == {"": 1, "fragmentation": 0, "paging": 1, "radix": 1, "vllm": 0, "explain": 0}
+    text = roster_html(seen, OUTLINE, now=101.0, anonymous=False)
+    assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert "<b>3</b> students on the lesson · 1 away" in text and "Student 3 (no name yet)" in text
+    # each row node by node, in page order of where they are: Bo (02) before the hostile name (03)
+    assert text.index("Bo") < text.index("&lt;img")
+    rows = text[text.index("<tbody>"):]
+    assert rows.count('data-here="true"') == 2 and rows.count("✓") == 2
+    hidden = roster_html(seen, OUTLINE, now=101.0, anonymous=True)
+    assert "Bo" not in hidden and "&lt;img" not in hidden and "Student 1" in hidden and "Student 2" in hidden
+
+
+def test_the_unlocked_teacher_page_shows_the_roster_and_pauses_the_class(tmp_path, monkeypatch):
+    from kvviz.handin import teacher_view
+
+    monkeypatch.setenv("KVVIZ_TEACHER_KEY", KEY)
+    store = Store(tmp_path / "class.db")
+    roster.save(store, Report(sid(1), "paging", ("fragmentation",), "Ada"), now=__import__("time").time(), owner=False)
+    page = teacher_view.TeacherPage(store=store, outline=OUTLINE)
+    assert page.unlock(KEY)
+    controls = page.classroom
+    assert "Ada" in controls.roster.object and "<b>1</b> student on the lesson" in controls.roster.object
+    controls.anon.clicks += 1
+    assert "Ada" not in controls.roster.object and "Student 1" in controls.roster.object
+    assert controls.anon.label == "Show the names"
+    controls.pause.clicks += 1
+    assert class_state.current(store).paused and controls.pause.label == "Resume the class"
+    controls.pace.value = "paging"
+    assert class_state.current(store).pace == "paging"
+    controls.follow_node.value = "radix"
+    controls.follow_link.value = "?sharing=0"
+    controls.follow.clicks += 1
+    assert class_state.current(store).follow == classroom.Follow(1, "radix", "?sharing=0")
+    controls.follow_link.value = "javascript:alert(1)"
+    controls.follow.clicks += 1
+    assert class_state.current(store).follow.seq == 1 and "not a link" in controls.said.object
+    controls.pause.clicks += 1
+    assert not class_state.current(store).paused
+    page.ask_clear()
+    page.clear()
+    assert roster.seen(store, now=__import__("time").time()) == []
