@@ -50,7 +50,8 @@ class Clock:
 # -- a report, checked --------------------------------------------------------------------------
 def test_a_report_keeps_only_what_the_page_may_say():
     r = Report.from_json({"student_id": sid(1), "node": "radix", "predicted": ["radix", "fragmentation"],
-                          "name": "  Ada\n\u202eLovelace  " + "x" * 100}, NODES)
+                          "name": "  Ada\n\u202eLovelace  " + "x" * 100, "query": "?sharing=1"}, NODES)
+    assert r.query == "?sharing=1"
     assert r.node == "radix" and r.predicted == ("fragmentation", "radix")  # (page order)
     assert r.name.startswith("Ada Lovelace") and len(r.name) == 60 and "\u202e" not in r.name
     assert Report.from_json({"student_id": sid(1)}, NODES) == Report(sid(1))
@@ -61,6 +62,8 @@ def test_a_report_keeps_only_what_the_page_may_say():
     {"student_id": sid(1), "predicted": ["radix", "radix"]}, {"student_id": sid(1), "predicted": "radix"},
     {"student_id": sid(1), "predicted": ["x"] * 3}, {"student_id": sid(1), "name": 7},
     {"student_id": sid(1), "predicted_values": {"radix": "18"}},  # (what was predicted is never sent)
+    {"student_id": sid(1), "query": "?a=<script>"}, {"student_id": sid(1), "query": "javascript:alert(1)"},
+    {"student_id": sid(1), "query": "?" + "a" * 3000},
 ])
 def test_a_spoofed_or_malformed_report_is_refused(data):
     with pytest.raises(ReportError):
@@ -244,8 +247,8 @@ def test_the_roster_counts_each_node_and_a_hostile_name_stays_text():
     from kvviz.handin.roster import Seen
     from kvviz.handin.roster_html import counts, roster_html
 
-    seen = [Seen(sid(1), HOSTILE, "radix", ("fragmentation", "radix"), 1.0, 100.0),
-            Seen(sid(2), "Bo", "paging", (), 2.0, 100.0), Seen(sid(3), "", "", (), 3.0, 0.0)]
+    seen = [Seen(sid(1), HOSTILE, "radix", ("fragmentation", "radix"), "?sharing=1&free_r2=1", 1.0, 100.0),
+            Seen(sid(2), "Bo", "paging", (), "", 2.0, 100.0), Seen(sid(3), "", "", (), "", 3.0, 0.0)]
     assert counts(seen, OUTLINE) == {"": 1, "fragmentation": 0, "paging": 1, "radix": 1, "vllm": 0, "explain": 0}
     text = roster_html(seen, OUTLINE, now=101.0, anonymous=False)
     assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
@@ -254,7 +257,10 @@ def test_the_roster_counts_each_node_and_a_hostile_name_stays_text():
     assert text.index("Bo") < text.index("&lt;img")
     rows = text[text.index("<tbody>"):]
     assert rows.count('data-here="true"') == 2 and rows.count("✓") == 2
+    # Show: the recorded lesson at the student's last reported state, named as the roster names them
+    assert 'href="lesson/?sharing=1&amp;free_r2=1"' in text and "Show &lt;img" in text
     hidden = roster_html(seen, OUTLINE, now=101.0, anonymous=True)
+    assert "Show Student 1's state" in hidden
     assert "Bo" not in hidden and "&lt;img" not in hidden and "Student 1" in hidden and "Student 2" in hidden
 
 

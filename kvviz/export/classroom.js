@@ -1,7 +1,7 @@
 // The class the teacher runs, on the played page (kvviz/handin/classroom.py declares it; its
 // `browser_config` is what `setup` is handed). The page reports where it is (the node in view,
 // and on which nodes a prediction is made: never what was predicted) when that changes and every
-// `heartbeat_s`; it asks for the class state every `poll_ms` while it is visible (a small
+// `heartbeat_s`, carrying the state it shows (the teacher's "Show"); it asks for the class state every `poll_ms` while it is visible (a small
 // revalidated answer) and follows it: "Eyes on the teacher" over the whole page while paused, the
 // nodes past the teacher's pace held, and a "follow me" brought here once. A scripted action sends
 // nothing: a report goes only when where the page is changes, at most one a `gap_ms`.
@@ -71,7 +71,8 @@
     const id = window.kvvizPlayer.studentId(); // (the hand-in's: one student on both)
     let saved = null;
     try { saved = JSON.parse(store(TOKEN_KEY) || "null"); } catch (e) { saved = null; }
-    const body = { student_id: id, ...now };
+    const q = window.kvvizPlayer.query(); // (the state shown: carried along, never a reason to report)
+    const body = { student_id: id, ...now, query: q ? `?${q}`.slice(0, config.max_query) : "" };
     if (saved && saved.id === id) body.token = saved.token;
     lastSent = Date.now();
     sent = now;

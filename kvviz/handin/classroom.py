@@ -4,7 +4,9 @@ the played page (kvviz/export/classroom.js) is handed it as JSON (`browser_confi
 
     Report      what a student's page says of itself: where it is (a node key, or '' for the page's
                 opening), on which nodes a prediction is made (never what it predicted), an
-                optional display name; checked and capped (`Report.from_json`)
+                optional display name, and the state it shows as the lesson's link (carried
+                by a report, never the reason for one: the teacher's "Show"); checked and capped
+                (`Report.from_json`)
     ClassState  what the teacher set for every page: paused; how far students may go (`pace`: a
                 node key, '' for all); the last "follow me" (a node, a recorded state's link, a
                 sequence number the pages apply once each)
@@ -52,6 +54,7 @@ class Report:
     node: str = ""
     predicted: tuple[str, ...] = ()
     name: str = ""
+    query: str = ""  # the page's state as the lesson's link (sent with a report, never the reason for one)
 
     @classmethod
     def from_json(cls, data, nodes: tuple[str, ...]) -> Report:
@@ -60,7 +63,7 @@ class Report:
         refused (ReportError), nothing silently kept."""
         if not isinstance(data, dict):
             raise ReportError("A report is a JSON object.")
-        unknown = set(data) - {"student_id", "token", "node", "predicted", "name"}
+        unknown = set(data) - {"student_id", "token", "node", "predicted", "name", "query"}
         if unknown:
             raise ReportError(f"A report has no field {sorted(unknown)[0][:40]!r}.")
         sid = data.get("student_id")
@@ -76,8 +79,11 @@ class Report:
         name = data.get("name", "")
         if not isinstance(name, str):
             raise ReportError("A report's name is text.")
+        query = data.get("query", "")
+        if not isinstance(query, str) or len(query) > MAX_FOLLOW_QUERY or not QUERY.fullmatch(query):
+            raise ReportError("A report's state is the lesson's own link.")
         ordered = tuple(n for n in nodes if n in predicted)
-        return cls(sid, node, ordered, clean(name, MAX_NAME))
+        return cls(sid, node, ordered, clean(name, MAX_NAME), query)
 
 
 @dataclass(frozen=True)
@@ -124,4 +130,4 @@ def browser_config(report: str, status: str, outline: tuple[tuple[str, str, str]
     """What the played page's classroom.js is handed: where to report and poll, how often, the
     caps it keeps to, the nodes' numbers, and the sentences it shows."""
     return {"report": report, "status": status, "poll_ms": POLL_MS, "heartbeat_s": HEARTBEAT_S,
-            "max_name": MAX_NAME, "numbers": {key: number for key, number, _title in outline}, "say": SAY}
+            "max_name": MAX_NAME, "max_query": MAX_FOLLOW_QUERY, "numbers": {key: number for key, number, _title in outline}, "say": SAY}

@@ -37,6 +37,7 @@ class Seen:
     name: str
     node: str
     predicted: tuple[str, ...]
+    query: str  # the state the page showed at its last report
     first_at: float
     updated_at: float
 
@@ -60,7 +61,7 @@ def save(store: Store, r: Report, now: float, owner: bool) -> str:
     """Store a page's report: 'updated' (its row, when `owner`), 'created' (a new student),
     'taken' (the id is on the roster and the page did not prove it is its own: nothing changed),
     'full' (MAX_ROSTER students already)."""
-    values = {"node": r.node, "predicted": ",".join(r.predicted), "updated_at": now}
+    values = {"node": r.node, "predicted": ",".join(r.predicted), "query": r.query, "updated_at": now}
     if r.name:  # (an empty name never erases one)
         values["name"] = r.name
 
@@ -83,11 +84,11 @@ def seen(store: Store, now: float) -> list[Seen]:
     """Every student heard from within SEEN_S of `now`, in the order they first reported."""
     def body(c: Connection) -> list[Seen]:
         rows = c.execute(sa.select(roster.c.student_id, roster.c.name, roster.c.node, roster.c.predicted,
-                                   roster.c.first_at, roster.c.updated_at)
+                                   roster.c.query, roster.c.first_at, roster.c.updated_at)
                          .where(roster.c.updated_at >= now - SEEN_S)
                          .order_by(roster.c.first_at, roster.c.student_id))
-        return [Seen(sid, name, node, tuple(p for p in predicted.split(",") if p), first, updated)
-                for sid, name, node, predicted, first, updated in rows]
+        return [Seen(sid, name, node, tuple(p for p in predicted.split(",") if p), query, first, updated)
+                for sid, name, node, predicted, query, first, updated in rows]
 
     return store.read(body, missing=[])
 

@@ -4,7 +4,9 @@ student, node by node: where they are (●) and where they made the prediction (
 Every name goes through html.escape (it is shown as text, never as HTML); the node numbers and
 titles come from the registry's outline, escaped too. `anonymous`: each student is "Student N",
 N their place in the order they arrived (the same N for the same student while the roster lasts),
-for the projector.
+for the projector. Each row's "Show" opens the recorded lesson at the state the student's page
+showed at its last report (at most HEARTBEAT_S old: a report carries the state, a state's change
+alone sends none), in a new tab for the projector; its link is the lesson's own query only.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def roster_html(seen: list[Seen], outline: Outline, now: float, anonymous: bool)
     order = {key: i for i, (key, _n, _t) in enumerate(outline)}
     places = sorted(enumerate(seen, 1), key=lambda p: (order.get(p[1].node, -1), p[0]))
     cols = "".join(f'<th scope="col" title="{e(title)}">{e(num)}</th>' for _k, num, title in outline)
+    cols += '<th scope="col">State</th>'
     rows = []
     for i, s in places:
         cells = []
@@ -58,6 +61,9 @@ def roster_html(seen: list[Seen], outline: Outline, now: float, anonymous: bool)
             mark = ("●" if s.node == key else "") + ("✓" if key in s.predicted else "")
             cells.append(f'<td data-node="{e(key)}" data-here="{str(s.node == key).lower()}" '
                          f'title="{e(title)}">{mark}</td>')
+        # (the recorded lesson at the student's state, for the projector: the query passed QUERY)
+        cells.append(f'<td class="kv-r-show"><a href="{e("lesson/" + (s.query or "?"), quote=True)}" '
+                     f'target="_blank" rel="noopener noreferrer">Show {e(label(i, s, anonymous))}\'s state ↗</a></td>')
         gone = now - s.updated_at >= AWAY_S
         rows.append(f'<tr class="kv-r-row{" kv-r-away" if gone else ""}" data-node="{e(s.node)}">'
                     f'<th scope="row" class="kv-r-name">{e(label(i, s, anonymous))}'

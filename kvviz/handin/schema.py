@@ -43,6 +43,7 @@ roster = sa.Table(
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("node", sa.Text, nullable=False),
     sa.Column("predicted", sa.Text, nullable=False),
+    sa.Column("query", sa.Text, nullable=False),
     sa.Column("first_at", sa.Double, nullable=False),
     sa.Column("updated_at", sa.Double, nullable=False),
 )

@@ -9,6 +9,7 @@ the session's tests, so names carry a random tag and rows are found by it.
 
 from __future__ import annotations
 
+import re
 import secrets
 
 import pytest
@@ -45,6 +46,7 @@ def test_the_roster_follows_students_and_pause_stops_every_page(page, browser, r
     t = secrets.token_hex(3)
     ada, evil = f"Ada {t}", f"<img src=x onerror=alert('{t}')>"
     first, second = open_student(browser, recorded.base), open_student(browser, recorded.base)
+    first.get_by_role("button", name="Free R2").first.click()  # (a state of its own: sent with the next report)
     first.locator(".kv-handin-name").last.fill(ada)  # (the hand-in box's name: the roster's too)
     first.locator(".kv-node-fragmentation").first.scroll_into_view_if_needed()
     second.locator(".kv-handin-name").last.fill(evil)
@@ -64,6 +66,16 @@ def test_the_roster_follows_students_and_pause_stops_every_page(page, browser, r
     expect(row_evil).not_to_contain_text("20")
     expect(page.locator(".kv-r img")).to_have_count(0)
     expect(page.locator('.kv-r-count[data-node="radix"] b')).not_to_have_text("0")
+
+    # Show a student's state: the recorded lesson at the state their page last reported.
+    show = row_ada.get_by_role("link", name=f"Show {ada}'s state ↗")
+    expect(show).to_have_attribute("href", re.compile(r"^lesson/\?.*free_r2=1"))
+    with page.context.expect_page() as shown:
+        show.click()
+    projector = shown.value
+    projector.wait_for_function("document.documentElement.dataset.kvReadyFragmentation === '1'")
+    expect(projector.locator('.kv-metric[data-label="LARGEST GAP"] .kv-value').first).to_have_text("8 / 16 free")
+    projector.close()
 
     # Pause: every student's page says so, and a shortcut key does nothing under it.
     page.get_by_role("button", name="Pause the class").click()
