@@ -253,6 +253,7 @@ def test_the_roster_counts_each_node_and_a_hostile_name_stays_text():
     text = roster_html(seen, OUTLINE, now=101.0, anonymous=False)
     assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
     assert "<b>3</b> students on the lesson · 1 away" in text and "Student 3 (no name yet)" in text
+    assert "Show Student 3's state" in text
     # each row node by node, in page order of where they are: Bo (02) before the hostile name (03)
     assert text.index("Bo") < text.index("&lt;img")
     rows = text[text.index("<tbody>"):]

@@ -63,7 +63,8 @@ def roster_html(seen: list[Seen], outline: Outline, now: float, anonymous: bool)
                          f'title="{e(title)}">{mark}</td>')
         # (the recorded lesson at the student's state, for the projector: the query passed QUERY)
         cells.append(f'<td class="kv-r-show"><a href="{e("lesson/" + (s.query or "?"), quote=True)}" '
-                     f'target="_blank" rel="noopener noreferrer">Show {e(label(i, s, anonymous))}\'s state ↗</a></td>')
+                     f'target="_blank" rel="noopener noreferrer">Show {e(s.name if s.name and not anonymous else f"Student {i}")}'
+                     '\'s state ↗</a></td>')
         gone = now - s.updated_at >= AWAY_S
         rows.append(f'<tr class="kv-r-row{" kv-r-away" if gone else ""}" data-node="{e(s.node)}">'
                     f'<th scope="row" class="kv-r-name">{e(label(i, s, anonymous))}'
