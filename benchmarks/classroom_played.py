@@ -174,7 +174,12 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
         card = '.kv-metric[data-label="{}"] .kv-value'.format
         step = '.kv-step[data-node="fragmentation"]'
         sent: list[str] = []  # every request during the scripted actions
-        page.on("request", lambda r: sent.append(r.url) if out.get("acting") else None)
+        # (but the class's: the state polled on a timer, the roster's reports when the node in view
+        # changes; issue 31: "nothing beyond the reports"), counted apart
+        classroom: list[str] = []
+        page.on("request", lambda r: None if not out.get("acting") else
+                (classroom if r.url.endswith(("/lesson-class", "/lesson-report")) else sent).append(r.url))
+        out["class_requests_during_actions"] = classroom
         plan = [("button", "Add request", '.kv-step[data-node="paging"]'), ("button", "Free R2", card("LARGEST GAP")), ("button", "Reset", card("LARGEST GAP")),
                 ("slider+", "Reserved length", card("RESERVED · EMPTY")),
                 ("slider-", "Reserved length", card("RESERVED · EMPTY")),

@@ -69,6 +69,12 @@
     model.setv({ visible: on });
   }
 
+  // The roster's dots (kvviz/export/classroom.js): a prediction locked in or resolved.
+  function madePrediction() {
+    const c = window.kvvizPlayer && window.kvvizPlayer.classroom;
+    if (c) c.changed();
+  }
+
   function escapeHtml(text) {
     return String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   }
@@ -307,6 +313,7 @@
       else { this.status("Type a whole number (up to 4 digits), then lock it in.", "kv-wrong"); return; }
       this.pending = { question: q.text, predicted: taken };
       this.choose(taken);
+      madePrediction();
       this.status(`Locked in: ${taken}. Now use ${q.action} and see what the engine does.`);
     }
 
@@ -342,6 +349,7 @@
                       outcome: found.outcome, right, why: found.why, recorded: true };
       (this.predictions = this.predictions || []).push(entry);
       this.pending = null;
+      madePrediction();
       this.choose(null);
       const said = `You predicted ${entry.predicted}; the engine: ${entry.outcome}.`;
       const why = found.why ? `: ${found.why}` : ".";
@@ -581,6 +589,7 @@
     // A shortcut key (kvviz/web/keyboard.py: KEYS) for the node in view, else the last touched;
     // a page of one node acts on it. The node's own buttons do the same.
     key(action, inView) {
+      if (this.classroom && this.classroom.isPaused()) return; // (eyes on the teacher)
       const name = ORDER.length === 1 ? ORDER[0] : nodes[inView] ? inView : touched || ORDER[0];
       if (nodes[name]) nodes[name].act(action); // (an action the node lacks does nothing)
     },
@@ -598,13 +607,7 @@
         status.className = `kv-handin-status ${ok ? "kv-ok" : "kv-error"}`;
       };
       if (!config.handin) { say("Handing in needs the live lesson's server.", false); return; }
-      const KEY = "kvviz-student-id"; // (the live lesson's boxes use the same id: kvviz/handin/view.py)
-      let id = null;
-      try { id = window.localStorage.getItem(KEY); } catch (e) { /* storage blocked: this page only */ }
-      if (!/^[0-9a-f]{32}$/.test(id || "")) {
-        id = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
-        try { window.localStorage.setItem(KEY, id); } catch (e) { /* (as above) */ }
-      }
+      const id = this.studentId();
       const q = currentQuery(false).toString();
       const body = { student_id: id, name: box.querySelector(".kv-handin-name").value,
                      predictions: this.predictions(), query: q ? `?${q}` : "" };
@@ -620,6 +623,17 @@
       } finally {
         button.disabled = false;
       }
+    },
+    // The browser's student id (the live lesson's boxes use the same: kvviz/handin/view.py), made once.
+    studentId() {
+      const KEY = "kvviz-student-id";
+      let id = null;
+      try { id = window.localStorage.getItem(KEY); } catch (e) { /* storage blocked: this page only */ }
+      if (!/^[0-9a-f]{32}$/.test(id || "")) {
+        id = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+        try { window.localStorage.setItem(KEY, id); } catch (e) { /* (as above) */ }
+      }
+      return id;
     },
     nodes,
     config,

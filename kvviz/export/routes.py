@@ -6,6 +6,9 @@
     /lesson/...       the recorded pages and their libraries, as static, cacheable files
     /lesson-status    JSON: whether the recordings are ready, and their key
     /lesson-handin    POST: a hand-in from the recorded lesson (kvviz/handin/endpoint.py)
+    /lesson-report    POST: where a student's page is, for the teacher's roster
+    /lesson-class     GET: the class state every page polls (paused, pace, follow me); POST: the
+                      teacher's command, with the passphrase (kvviz/handin/class_endpoint.py)
     /lesson-live      GET: what no recording holds (a typed question, Release oldest...), run by
                       this process's engine and answered as one more branch to play
                       (kvviz/export/live.py); a client asking too fast: 429, "slow down"
@@ -33,7 +36,9 @@ from tornado.ioloop import IOLoop
 from tornado.web import RequestHandler, StaticFileHandler
 
 from kvviz.export import cache, live
+from kvviz.handin.class_endpoint import ClassHandler, ReportHandler
 from kvviz.handin.endpoint import HandInHandler
+from kvviz.nodes import KEYS as NODE_KEYS
 from kvviz.process import throttle
 
 KEY = cache.key()
@@ -151,6 +156,8 @@ ROUTES = [
     (r"/lesson/(.*)", LessonFiles, {}),
     (r"/lesson-status", LessonStatus, {}),
     (r"/lesson-handin", HandInHandler, {}),  # (a hand-in from the recorded lesson, in one request)
+    (r"/lesson-report", ReportHandler, {"nodes": NODE_KEYS}),  # (the roster: where a student's page is)
+    (r"/lesson-class", ClassHandler, {"nodes": NODE_KEYS}),  # (pause, pace, follow me: polled; the teacher's)
     (r"/lesson-live", LessonLive, {}),  # (what no recording holds, run here, played in the page)
 ]
 

@@ -36,11 +36,12 @@ from kvviz import page_text
 from kvviz.controls.prediction import CHOSEN
 from kvviz.export import checks, walk
 from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
-from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
+from kvviz.export.player import CLASSROOM_JS, PLAYER_JS, disable, wire, wire_live, wire_predictions
 from kvviz.export.recipes import recipes
 from kvviz.export.record import Recording, record
+from kvviz.handin.classroom import browser_config
 from kvviz.lesson import NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening, page_heading
-from kvviz.nodes import BY_KEY, LIVE, NODES
+from kvviz.nodes import BY_KEY, LIVE, NODES, OUTLINE
 from kvviz.nodes.recipe import Recipe
 from kvviz.state import predict
 from kvviz.web import stylesheet
@@ -73,6 +74,7 @@ def provenance() -> dict[str, str]:
 SERVED_LIVE = "../app"
 SERVED_HANDIN = "../lesson-handin"  # (kvviz/handin/endpoint.py)
 SERVED_FRAMES = "../lesson-live"  # (kvviz/export/live.py: what no recording holds)
+SERVED_REPORT, SERVED_CLASS = "../lesson-report", "../lesson-class"  # (kvviz/handin/class_endpoint.py)
 
 
 # Node 04 on a served page: it watches a live vLLM, so it runs live (its link carries nothing).
@@ -225,6 +227,9 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)
     live_config = {"handin": SERVED_HANDIN, "frames": SERVED_FRAMES, "handinBox": HANDIN_BOX} if served else {}
     scripts = [f"window.kvvizPlayer.configure({json.dumps(live_config)});"]
+    if served:  # (the class the teacher runs: the roster's reports, pause, pace, follow me)
+        classroom = browser_config(SERVED_REPORT, SERVED_CLASS, OUTLINE)
+        scripts.append(f"window.kvvizPlayer.classroom.setup({json.dumps(classroom)});")
     placed: dict[str, list] = {}
     for key in keys:
         recipe: Recipe | None = plan.get(key)
@@ -341,7 +346,7 @@ def write_page(doc: Document, scripts: list[str], path: Path, title: str) -> Non
     # (a stylesheet the live page has from Panel's /components/ route: copied beside the pages)
     text = preload_stylesheets(text.replace(stylesheet.ROUTE + "assets/", ""))
     _copy_libraries(text, path.parent)
-    player = f"<script>{PLAYER_JS}\n{checks.CHECKS_JS}\n{''.join(scripts)}</script>"
+    player = f"<script>{PLAYER_JS}\n{checks.CHECKS_JS}\n{CLASSROOM_JS}\n{''.join(scripts)}</script>"
     end = text.rindex("</body>")  # (the inlined libraries contain the string too)
     text = text[:end] + player + "\n" + text[end:]
     path.write_text(text, encoding="utf-8")
