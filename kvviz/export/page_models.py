@@ -5,12 +5,15 @@ and the file naming each node's recorded properties."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import panel as pn
 from bokeh.model import Model
 from bokeh.model.util import collect_filtered_models
 from bokeh.models import CustomJS
 
 from kvviz.lesson import Lesson
+from kvviz.nodes import BY_KEY
 from kvviz.nodes.recipe import TRANSPORT
 
 FRAMES_FILE = "frames.json"  # each node's recorded properties, for live.py
@@ -33,3 +36,9 @@ def page_config():
     """Panel's settings while a recorded page is built (and a live frame's view: the same models):
     the stylesheet linked beside the pages."""
     return pn.config.set(css_files=["kvviz.css"], raw_css=[])
+
+
+def state_link(key: str):
+    """A node state's query in the live lesson (its URL module), for a recording's links."""
+    url = BY_KEY[key].url
+    return (lambda state: urlencode(url.query(state))) if url is not None else (lambda _state: "")

@@ -25,7 +25,6 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from urllib.parse import urlencode
 
 import panel as pn
 from bokeh.document import Document
@@ -38,7 +37,7 @@ from kvviz.export import checks, walk
 from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
 from kvviz.export.player import CLASSROOM_JS, PLAYER_JS, disable, wire, wire_live, wire_predictions
 from kvviz.export.recipes import recipes
-from kvviz.export.record import Recording, record
+from kvviz.export.record import Recording
 from kvviz.handin.classroom import browser_config
 from kvviz.lesson import NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening, page_heading
 from kvviz.nodes import BY_KEY, LIVE, NODES, OUTLINE
@@ -119,12 +118,6 @@ def note_html(facts: dict[str, str], live_url: str | None, served: bool = False)
 def _pack(data: dict) -> str:
     raw = json.dumps(data, separators=(",", ":")).encode()
     return base64.b64encode(gzip.compress(raw, 9, mtime=0)).decode()
-
-
-def _link(key: str):
-    """A node state's query in the live lesson (its URL module), for the recording's links."""
-    url = BY_KEY[key].url
-    return (lambda state: urlencode(url.query(state))) if url is not None else (lambda _state: "")
 
 
 def predictions(state, recipe: Recipe) -> dict:
@@ -246,18 +239,16 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
             r.branches[r.default](s)
 
         known = walked.get(key) if walked is not None else None
-        rec = record(doc, state, recipe.branches, reset, _link(key)) if known is None else None
-        if known is not None:
-            reset()  # (where the walk would have left it: the page is saved from there)
+        made = known is None
+        if made:  # (not walked by this export yet: walked now, here; kvviz/export/walk.py)
+            rec, places = walk.walk_all({key: list(recipe.branches)}, workers=1)[key]
+            known = Walked(rec, places, None)
+        reset()  # (where the walk would have left it: the page is saved from there)
         # (the line under a node's controls that says a branch was run live: node 04 has none)
         ids = {"view": _by_class(doc, f"kv-recorded-{key}"), "live": _by_class(doc, f"kv-live-{key}", optional=True)}
         order = [m.id for m in model_order(doc.get_model_by_id(ids["view"]))]
-        if known is not None:
-            rec = known.placed_in(order)
-            placed[key] = known.placed
-        else:
-            place = {mid: i for i, mid in enumerate(order)}
-            placed[key] = [[place[mid], attr] for mid, attr in rec.props]
+        rec = known.placed_in(order)
+        placed[key] = known.placed
         mine = doc.get_model_by_id(ids["view"]).references()  # (the node's own models: its controls)
         play = wire(mine, key, recipe.controls)
         ids["counter"] = next((m.id for m in mine if "kv-counter" in (getattr(m, "css_classes", None) or [])), None)
@@ -270,13 +261,13 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
             meta["controls"] = {c.action: c.id for c in recipe.controls if c.action not in TRANSPORT_ACTIONS}
             wire_live(mine, key, recipe.live_only)
             ids.update(wire_predictions(mine, key))
-            known_predict = known.predict if known is not None else None  # (none from a static page's walk)
+            known_predict = known.predict  # (none from a static page's walk)
             meta["predict"] = known_predict if known_predict is not None else predictions(spare.states[key], recipe)
         else:
             disable(mine, recipe.live_only)
         ids["play"] = play.id if play else None
-        if walked is not None and known is None:
-            walked[key] = Walked(rec, placed[key], meta.get("predict"))
+        if walked is not None and made:
+            walked[key] = Walked(known.rec, placed[key], meta.get("predict"))
         scripts.append(f"window.kvvizPlayer.register({json.dumps(key)}, {json.dumps(_pack(rec.to_json()))}, "
                        f"{json.dumps(meta)}, {json.dumps(ids)}, {json.dumps(recipe.default)});")
     return doc, scripts, placed

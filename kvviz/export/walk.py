@@ -22,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 
-from kvviz.export.page_models import model_order, node_column, page_config
+from kvviz.export.page_models import model_order, node_column, page_config, state_link
 from kvviz.export.record import Recording, Values, record
 
 # Branches per piece, by node: a piece is a few seconds of one core (node 01's 32 branches are
@@ -56,7 +56,6 @@ class _Worker:
         from bokeh.document import Document
 
         from kvviz.export.recipes import recipes
-        from kvviz.export.site import _link
         from kvviz.lesson import Lesson
 
         recipe = recipes()[piece.key]
@@ -77,7 +76,7 @@ class _Worker:
             recipe.branches[recipe.default](state)
 
         with page_config():
-            rec = record(doc, state, {name: recipe.branches[name] for name in piece.branches}, reset, _link(piece.key))
+            rec = record(doc, state, {name: recipe.branches[name] for name in piece.branches}, reset, state_link(piece.key))
         return {"props": [[place[mid], attr] for mid, attr in rec.props], "values": rec.values,
                 "branches": rec.branches, "steps": rec.steps, "links": rec.links,
                 "first": [rec.first[tuple(p)] for p in rec.props]}
