@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -78,8 +78,9 @@ def live(key: str) -> pn.Column:
         pn.config.raw_css = [*pn.config.raw_css, CSS_PATH.read_text(encoding="utf-8")]
         _loaded = True
     lesson = Lesson({})
-    return pn.Column(lesson.view(key), sizing_mode="stretch_width", css_classes=["kv-embed", f"kv-notebook-{key}"],
-                     margin=(8, 14))
+    # (with no outline: no back and continue links, whose pages a notebook does not hold)
+    view = replace(BY_KEY[key], outline=()).new_view(lesson.states[key], handin=lesson.handin)
+    return pn.Column(view, sizing_mode="stretch_width", css_classes=["kv-embed", f"kv-notebook-{key}"], margin=(8, 14))
 
 
 # -- recorded --------------------------------------------------------------------------------

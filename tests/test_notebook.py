@@ -63,8 +63,11 @@ free.clicks += 1
 after = card("LARGEST GAP"), card("IN USE")
 styled = any(".kv-metric" in css for css in pn.config.raw_css)
 again = kvviz.node("paging")
+from kvviz.controls.step_links import StepLinks
+links = [s.items_html for s in column.select(StepLinks)]
 print(json.dumps({"type": type(column).__name__, "before": before, "after": after, "styled": styled,
-                  "paging": "kv-notebook-paging" in again.css_classes, "css": len(pn.config.raw_css)}))
+                  "paging": "kv-notebook-paging" in again.css_classes, "css": len(pn.config.raw_css),
+                  "links": links}))
 """
 
 
@@ -80,6 +83,7 @@ def test_a_live_node_answers_its_clicks_on_this_processs_engine(frag):
     assert out["before"] != out["after"]
     assert out["after"] == [fmt.largest_gap(m), fmt.in_use(m)]
     assert out["styled"] and out["css"] == 1  # (the lesson's stylesheet, added once per process)
+    assert out["links"] == [""]  # (no back and continue links: the other nodes' pages are not in a notebook)
 
 
 def test_a_page_made_whole_holds_every_file_it_linked(tmp_path):

@@ -98,6 +98,7 @@ def test_its_static_html_plays_node_01_offline(offline, executed):
     expect(frame.get_by_role("button", name="Free R2")).to_be_disabled()
     frame.get_by_role("button", name="Reset").click()
     expect(metric("LARGEST GAP")).to_have_text(fmt.largest_gap(at_start))
+    expect(frame.locator("nav.kv-steps")).to_be_hidden()  # (the other nodes' pages are not in the notebook)
     # (the frame grew to its page's height: nothing of the node hidden behind a scroll bar)
     height = page.evaluate("document.querySelector('iframe[data-node=\"fragmentation\"]').getBoundingClientRect().height")
     inner = page.evaluate("""document.querySelector('iframe[data-node="fragmentation"]').contentDocument
