@@ -11,11 +11,13 @@
 A recorded node is the static site's page of that node (kvviz/export/site.py), made from this
 code's served recording (kvviz/export/cache.py: recorded once per code and model, on disk, and
 shared with `kvviz lesson` and the tests), with every file it links inside it
-(kvviz/export/standalone.py), in an iframe's `srcdoc`: no server, no network.
+(kvviz/export/standalone.py), gzipped in an iframe's `srcdoc`: no server, no network.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
 import tempfile
 from dataclasses import dataclass, replace
@@ -38,6 +40,28 @@ FIT_JS = """<script>(() => {
   new ResizeObserver(fit).observe(main);
   fit();
 })();</script>"""
+
+
+# The frame's own document: the played page, gzipped (a third of its size: BokehJS and Panel's
+# bundle are most of it), unpacked in the browser and written as the frame's document.
+FRAME_DOCUMENT = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title></head><body>
+<script type="application/octet-stream" id="kvviz-page">{packed}</script><script>(async () => {{
+  if (!("DecompressionStream" in window)) {{
+    document.body.textContent = "This recording needs a current browser (Chrome, Edge, Firefox or Safari).";
+    return;
+  }}
+  const bytes = Uint8Array.from(atob(document.getElementById("kvviz-page").textContent), (c) => c.charCodeAt(0));
+  const page = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
+  document.open();
+  document.write(page);
+  document.close();
+}})();</script></body></html>"""
+
+
+def frame_document(page: str, title: str) -> str:
+    """The document of the iframe that shows `page` (FRAME_DOCUMENT)."""
+    packed = base64.b64encode(gzip.compress(page.encode("utf-8"), 9, mtime=0)).decode("ascii")
+    return FRAME_DOCUMENT.format(title=html.escape(title), packed=packed)
 
 
 def recordable() -> tuple[str, ...]:
@@ -111,9 +135,10 @@ class Played:
 
     def _repr_html_(self) -> str:
         n = BY_KEY[self.key]
-        title = html.escape(f"{n.number} · {n.title} (recording)")
-        return (f'<iframe class="kvviz-node" data-node="{html.escape(self.key)}" title="{title}" '
-                f'style="width: 100%; height: {FRAME_HEIGHT}px; border: 0;" srcdoc="{html.escape(self.page)}"></iframe>')
+        title = f"{n.number} · {n.title} (recording)"
+        return (f'<iframe class="kvviz-node" data-node="{html.escape(self.key)}" title="{html.escape(title)}" '
+                f'style="width: 100%; height: {FRAME_HEIGHT}px; border: 0;" '
+                f'srcdoc="{html.escape(frame_document(self.page, title))}"></iframe>')
 
     def save(self, path: str | Path) -> Path:
         """The played page as an HTML file of its own (it opens from disk, with no network)."""

@@ -6,6 +6,7 @@ offline in Chromium: tests/ui/test_notebook_played.py."""
 from __future__ import annotations
 
 import base64
+import gzip
 import html
 import json
 import re
@@ -115,13 +116,16 @@ def test_a_page_linking_a_file_outside_its_folder_or_missing_is_refused(tmp_path
             standalone(page)
 
 
-def test_a_recorded_node_is_its_page_in_an_iframes_srcdoc(tmp_path, hostile):
-    page = f'<html><body><p title="a &amp; b">{hostile}</p></body></html>'
+def test_a_recorded_node_is_its_page_gzipped_in_an_iframes_srcdoc(tmp_path, hostile):
+    page = f'<html><body><p title="a &amp; b">{hostile}</p>{"<p>the same again</p>" * 2000}</body></html>'
     shown = Played("fragmentation", page)._repr_html_()
-    assert shown.startswith("<iframe ") and shown.count("<") == 2  # (the page inside is all escaped)
-    srcdoc = re.search(r'srcdoc="([^"]*)"', shown).group(1)
-    assert html.unescape(srcdoc) == page
+    assert shown.startswith("<iframe ") and shown.count("<") == 2  # (the document inside is all escaped)
     assert 'title="01 · Fragmentation (recording)"' in shown
+    document = html.unescape(re.search(r'srcdoc="([^"]*)"', shown).group(1))
+    packed = re.search(r'<script type="application/octet-stream" id="kvviz-page">([A-Za-z0-9+/=]+)</script>', document)
+    assert gzip.decompress(base64.b64decode(packed.group(1))).decode("utf-8") == page
+    assert len(shown) < len(page) / 4  # (unpacked by the browser: DecompressionStream)
+    assert "DecompressionStream" in document and "document.write(page)" in document
     assert Played("fragmentation", page).save(tmp_path / "p.html").read_text(encoding="utf-8") == page
 
 
