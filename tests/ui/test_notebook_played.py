@@ -34,7 +34,8 @@ def executed(tmp_path_factory):
     # (a bound on a stuck cell, not a measure: the first recorded node may record the lesson)
     client = NotebookClient(nb, timeout=1800, kernel_name="python3",
                             resources={"metadata": {"path": str(NOTEBOOK.parent)}})
-    client.execute(env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    client.execute(env={**os.environ, "PYTHONPATH": path})
     exporter = HTMLExporter()
     body, _resources = exporter.from_notebook_node(nb)
     out = tmp_path_factory.mktemp("notebook") / "notebook.html"
