@@ -12,10 +12,11 @@ import stylesheets  # noqa: F401  (the class whose files Panel serves: the style
 from kvviz.handin.teacher_view import TeacherPage
 from kvviz.handin.view import CSS_URL
 from kvviz.lesson import NODE_PAGE_TEMPLATE
+from kvviz.nodes import OUTLINE
 
 pn.extension(notifications=False)
 pn.config.css_files = [CSS_URL]
 
-TeacherPage().servable(title="Your class · Managing the KV cache")
+TeacherPage(outline=OUTLINE).servable(title="Your class · Managing the KV cache")
 if pn.state.curdoc is not None:  # (the page as a phone lays it out, its content the main landmark)
     pn.state.curdoc.template = NODE_PAGE_TEMPLATE

@@ -3,6 +3,7 @@ only what is new (kvviz/export/routes.py).
 
     python -m benchmarks.classroom_played [--students 120] [--arrive-s 20] [--typers 12]
                                           [--backends 2] [--probes 2] [--fresh] [--json PATH]
+                                          [--flood RATE [--flood-s 10]]
 
 It starts `make class`'s server (deploy/class_server.py: nginx in front of BACKENDS single-process
 `panel serve` backends) on loopback and measures, on this machine:
@@ -31,6 +32,11 @@ It starts `make class`'s server (deploy/class_server.py: nginx in front of BACKE
    the class's store is read: stored = students (0 lost), one submission each (0 doubled),
    and the teacher's pulse counts every student's prediction.
 
+`--flood RATE`: meanwhile one address that is no student's sends RATE distinct live questions a
+second for FLOOD_S seconds from the class's start, as fast as it can (benchmarks/classroom_flood.py):
+what it got back is counted by kind (answers, 429 "slow down", nginx's errors, failed connections);
+the typers' answers are timed as in any run, to compare with the same run without the flood.
+
 `--clients-nice N` stands the students' side for their own devices, which in a class are not the
 server's cores: the crowd and the Chromiums run at niceness N, and so do their sessions'
 *autogroups* (Linux shares the CPU between sessions first, so a process's niceness alone does
@@ -57,6 +63,7 @@ import urllib.request
 from datetime import datetime
 
 from benchmarks.classroom import http_get, page_resources, source_address
+from benchmarks.classroom_flood import flood
 from benchmarks.classroom_server import StartedServer, read_state
 from benchmarks.common import descendants, percentile, renice_autogroup
 
@@ -167,7 +174,12 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
         card = '.kv-metric[data-label="{}"] .kv-value'.format
         step = '.kv-step[data-node="fragmentation"]'
         sent: list[str] = []  # every request during the scripted actions
-        page.on("request", lambda r: sent.append(r.url) if out.get("acting") else None)
+        # (but the class's: the state polled on a timer, the roster's reports when the node in view
+        # changes; issue 31: "nothing beyond the reports"), counted apart
+        classroom: list[str] = []
+        page.on("request", lambda r: None if not out.get("acting") else
+                (classroom if r.url.endswith(("/lesson-class", "/lesson-report")) else sent).append(r.url))
+        out["class_requests_during_actions"] = classroom
         plan = [("button", "Add request", '.kv-step[data-node="paging"]'), ("button", "Free R2", card("LARGEST GAP")), ("button", "Reset", card("LARGEST GAP")),
                 ("slider+", "Reserved length", card("RESERVED · EMPTY")),
                 ("slider-", "Reserved length", card("RESERVED · EMPTY")),
@@ -308,6 +320,10 @@ def main(argv: list[str] | None = None) -> int:
                          "autogroups too (Linux shares the CPU between sessions first): they stand "
                          "for the students' own devices, which in a class are not the server's cores (default 0)")
     ap.add_argument("--handin-s", type=float, default=10.0, help="every student hands in within this many seconds")
+    ap.add_argument("--flood", type=float, default=0.0,
+                    help="meanwhile one address (no student's) sends this many live questions a second "
+                         "(benchmarks/classroom_flood.py; default 0: none)")
+    ap.add_argument("--flood-s", type=float, default=10.0, help="for this many seconds, from the class's start")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     env_before = dict(os.environ)
@@ -370,7 +386,15 @@ def main(argv: list[str] | None = None) -> int:
             crowd_thread = threading.Thread(target=niced, args=(
                 lambda: crowd_out.append(asyncio.run(crowd(*args, part="others" if typers_out else "all"))),))
             crowd_thread.start()
+            flood_out: list = []
+            flood_thread = threading.Thread(target=niced, args=(lambda: flood_out.append(asyncio.run(
+                flood("127.0.0.1", a.port, a.flood, a.flood_s, after, start_at))),)) if a.flood else None
+            if flood_thread:
+                flood_thread.start()
             crowd_thread.join()
+            if flood_thread:
+                flood_thread.join()
+                result["flood"] = flood_out[0]
             visits, lives = crowd_out[0]
             if typers_out:
                 more_visits, lives = typers_out.get(timeout=600)

@@ -6,7 +6,8 @@ whether each of their backends answers before the students arrive. Used by class
 
 The extra machines run backends only, pointing at the same store as this one: KVVIZ_DB, a
 postgresql:// URL (a host of localhost or 127.x there means this machine, so the command names
-this machine's address instead). A SQLite file cannot be shared between machines: then the
+this machine's address instead); and trusting this machine's nginx to name each student's address
+(KVVIZ_TRUSTED_PROXIES: else every student there counts as this one machine, against one limit). A SQLite file cannot be shared between machines: then the
 command is still printed, with a warning that hand-ins made there stay there.
 
 Standard library only, like class_server.py.
@@ -68,6 +69,9 @@ def commands(upstreams: list[str], db: str | Path, front_host: str, allow: list[
         host, port = split_hostport(u)
         by_host.setdefault(host, []).append(port)
     env = f"KVVIZ_DB={shlex.quote(for_other_machines(str(db), front_host))} " if is_url(db) else ""
+    # (their backends count each student by the address this machine's nginx names, which they
+    # believe from this machine only: kvviz/process/throttle.py)
+    env += f"KVVIZ_TRUSTED_PROXIES={shlex.quote(front_host)} "
     origins = shlex.quote(" ".join(allow))
     out = []
     for host, ports in by_host.items():

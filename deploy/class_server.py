@@ -119,13 +119,55 @@ def listen_spec(address: str, port: int) -> str:
 PAGE_BUILDS_PER_BACKEND = 4  # pages built at once per backend before a student sees "busy, retrying"
 
 
+def _load_throttle():
+    """kvviz/process/throttle.py (standard library only): its limits are nginx's too."""
+    spec = importlib.util.spec_from_file_location("kvviz_throttle", HERE.parent / "kvviz" / "process" / "throttle.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+throttle = _load_throttle()
+LIVE_QUEUE = 4  # live questions from one address nginx holds, paced, beyond the burst before it says 429
+HANDIN_QUEUE = 40  # hand-ins from one address: a class behind one NAT address hands in together
+
+
+def request_limits(environ=os.environ) -> dict[str, tuple[float, int]]:
+    """{"LIVE": (rate a second, burst), "HANDIN": ...} as the backends apply them (KVVIZ_LIVE_RATE,
+    KVVIZ_LIVE_BURST, ... else kvviz/process/throttle.py's defaults); rate 0: none."""
+    live = throttle.limit("LIVE", throttle.LIVE_RATE_PER_S, throttle.LIVE_BURST, environ)
+    handin = throttle.limit("HANDIN", throttle.HANDIN_RATE_PER_S, throttle.HANDIN_BURST, environ)
+    return {"LIVE": (live.rate, live.burst), "HANDIN": (handin.rate, handin.burst)}
+
+
+def limit_req_values(name: str, rate: float, burst: int, queue: int) -> dict[str, str]:
+    """nginx's zone rate (per minute: a rate under one a second is written so) and its `limit_req`
+    line: `burst` at once (delay), `queue` more held and paced; rate 0: no limit_req line."""
+    zone = name.lower()
+    if rate <= 0:
+        return {f"{name}_RATE": "1r/m", f"{name}_LIMIT": f"# (no limit: KVVIZ_{name}_RATE=0)"}
+    held, now = burst - 1 + queue, burst - 1
+    line = f"limit_req zone=kvviz_{zone}" + (f" burst={held}" if held else "") + (f" delay={now}" if now else "")
+    return {f"{name}_RATE": f"{max(1, round(rate * 60))}r/m", f"{name}_LIMIT": line + ";"}
+
+
+def backend_limits_env(environ=os.environ) -> dict[str, str]:
+    """The backends' own limits behind nginx: the same rate, twice nginx's burst (nginx paces a
+    burst; the backends' buckets should never refuse what nginx let through)."""
+    return {f"KVVIZ_{name}_{key}": str(value) for name, (rate, burst) in request_limits(environ).items()
+            for key, value in (("RATE", rate), ("BURST", 2 * burst))}
+
+
 def nginx_config(run_dir: Path, address: str, port: int, backend_ports: list[int], app_root: Path,
                  max_fails: int = 1, fail_timeout_s: int = 10, upstreams: list[str] | None = None,
-                 status_port: int = 0) -> tuple[str, str]:
+                 status_port: int = 0, environ=os.environ) -> tuple[str, str]:
     """(nginx.conf, proxy.conf) for these backends (and `upstreams`, HOST:PORT of backends on other
-    machines), rendered from the templates in deploy/."""
+    machines), rendered from the templates in deploy/; the limits per address as `environ` says
+    (request_limits)."""
     bokeh, panel = package_dir("bokeh"), package_dir("panel")
     hosts = [f"127.0.0.1:{p}" for p in backend_ports] + list(upstreams or [])
+    limits = request_limits(environ)
+    live_retry = throttle.retry_after(1 / limits["LIVE"][0]) if limits["LIVE"][0] > 0 else "1"  # (a token's refill)
     servers = "\n".join(f"        server {h} max_fails={max_fails} fail_timeout={fail_timeout_s}s;" for h in hosts)
     main = render(NGINX_TEMPLATE.read_text(), {
         "RUN_DIR": str(run_dir),
@@ -140,6 +182,14 @@ def nginx_config(run_dir: Path, address: str, port: int, backend_ports: list[int
         "DEPLOY": str(HERE),
         "MAX_PAGE_BUILDS": str(PAGE_BUILDS_PER_BACKEND * len(hosts)),
         "STATUS_PORT": str(status_port),
+        **limit_req_values("LIVE", *limits["LIVE"], LIVE_QUEUE),
+        **limit_req_values("HANDIN", *limits["HANDIN"], HANDIN_QUEUE),
+        "LIVE_NOW": str(limits["LIVE"][1]),
+        "LIVE_QUEUE": str(LIVE_QUEUE),
+        # (in single quotes in nginx's config: JSON with no single quote in it)
+        "LIVE_RETRY": live_retry,
+        "SLOW_DOWN_JSON": json.dumps({"ok": False, "message": throttle.SLOW_DOWN, "retry_after_s": int(live_retry)}),
+        "SLOW_DOWN_HANDIN_JSON": json.dumps({"ok": False, "message": throttle.SLOW_DOWN_HANDIN, "retry_after_s": 2}),
     })
     proxy = render(PROXY_TEMPLATE.read_text(), {"TRIES": str(len(hosts))})
     return main, proxy
@@ -335,6 +385,9 @@ class ClassServer:
         env.setdefault("OMP_NUM_THREADS", "1")  # one core per backend: no OpenMP thread pools
         env["PYTHONUNBUFFERED"] = "1"
         env["KVVIZ_DB"] = str(class_db(env))  # one file for every backend, wherever it runs from
+        env.update(backend_limits_env(env))  # (nginx paces each address first: the backends' own limits are wider)
+        if not a.backends_only:  # (the teacher page shows it in large type: the address students open)
+            env["KVVIZ_STUDENT_URL"] = student_urls(a.address, a.port)[0]
         apps = tuple(app for app in APPS if (self.app_root / app).is_file())
         teacher_url = (f"http://{(lan_addresses() or ['localhost'])[0]}:{self.ports[0]}/teacher" if a.backends_only
                        else student_urls(a.address, a.port, "teacher")[0])

@@ -28,10 +28,12 @@ def test_each_extra_machine_gets_one_command_for_its_backends_pointing_at_the_sh
     got = machines.commands(["10.0.0.21:5100", "10.0.0.21:5101", "10.0.0.22:5200", "10.0.0.22:5300"], DB,
                             "10.0.0.20", ["*"])
     assert [host for host, _ in got] == ["10.0.0.21", "10.0.0.22", "10.0.0.22"]
-    env, *make = shlex.split(got[0][1])
+    env, trusted, *make = shlex.split(got[0][1])
     assert env == "KVVIZ_DB=postgresql://kvviz:s3cret@10.0.0.20:5432/class"  # localhost: this machine, there
+    # their backends believe the address this machine's nginx names for a student, from this machine
+    assert trusted == "KVVIZ_TRUSTED_PROXIES=10.0.0.20"
     assert make == ["make", "backends", "BACKENDS=2", "BASE_PORT=5100", "ALLOW=*"]
-    assert [shlex.split(c)[3:5] for _, c in got[1:]] == [["BACKENDS=1", "BASE_PORT=5200"],
+    assert [shlex.split(c)[4:6] for _, c in got[1:]] == [["BACKENDS=1", "BASE_PORT=5200"],
                                                          ["BACKENDS=1", "BASE_PORT=5300"]]  # not consecutive
     remote = "postgresql://kvviz:s3cret@db.school:5432/class"
     assert shlex.split(machines.commands(["h:1"], remote, "10.0.0.20", ["a:1", "b:2"])[0][1])[0] == f"KVVIZ_DB={remote}"

@@ -130,8 +130,8 @@ def test_the_first_recordings_progress_is_printed_until_it_is_ready(tmp_path):
     watcher.join(timeout=10)
     stop.set()
     lines = out.getvalue().splitlines()
-    assert lines[0] == "recording node 01 · Fragmentation… 0% (page 1 of 4), the live lesson at /app meanwhile"
-    assert lines[1] == "recording node 02 · PagedAttention… 25% (page 2 of 4), the live lesson at /app meanwhile"
+    assert lines[0] == "recording node 01 · Fragmentation… 0% (part 1 of 4), the live lesson at /app meanwhile"
+    assert lines[1] == "recording node 02 · PagedAttention… 25% (part 2 of 4), the live lesson at /app meanwhile"
     assert lines[2].startswith("The recorded lesson is ready (") and lines[2].endswith("s): http://localhost:5006/")
     assert len(lines) == 3 and not watcher.is_alive()
 

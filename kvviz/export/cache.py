@@ -115,8 +115,8 @@ def write_progress(root: Path, k: str, facts: dict) -> None:
 
 def progress(root: Path | None = None, k: str | None = None) -> dict | None:
     """The recording in progress: {"what": "node 02 · PagedAttention", "done": 1, "total": 4,
-    "seconds": 21.5} (pages done of all; seconds since it started), or None when none is being made
-    (or it has not begun its first page)."""
+    "seconds": 21.5} (parts done of all: the walks of the nodes' states, then the pages; seconds
+    since it started), or None when none is being made (or it has not begun)."""
     try:
         return json.loads(progress_path(root or cache_root(), k or key()).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -124,9 +124,9 @@ def progress(root: Path | None = None, k: str | None = None) -> dict | None:
 
 
 def progress_line(facts: dict) -> str:
-    """One line for a terminal or a page: "recording node 02 · PagedAttention… 25% (page 2 of 4)"."""
+    """One line for a terminal or a page: "recording node 02 · PagedAttention… 25% (part 2 of 4)"."""
     done, total = int(facts.get("done", 0)), max(int(facts.get("total", 1)), 1)
-    return f"recording {facts.get('what', 'the lesson')}… {100 * done // total}% (page {done + 1} of {total})"
+    return f"recording {facts.get('what', 'the lesson')}… {100 * done // total}% (part {min(done + 1, total)} of {total})"
 
 
 def precompress(folder: Path) -> int:

@@ -36,20 +36,13 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
 import panel as pn
-from bokeh.core.property.descriptors import UnsetValueError
 from bokeh.document import Document
-from bokeh.document.events import (
-    ColumnDataChangedEvent,
-    ColumnsPatchedEvent,
-    ColumnsStreamedEvent,
-    ModelChangedEvent,
-)
 from panel.io.state import set_curdoc
 
 from kvviz import urlstate
 from kvviz.export import checks
 from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
-from kvviz.export.record import Values, encode, initial_values
+from kvviz.export.record import Reader, Rows, Values
 from kvviz.lesson import Lesson
 from kvviz.nodes import BY_KEY
 from kvviz.nodes.explain.checks import CHECKS
@@ -85,10 +78,8 @@ class Frames:
         self.models = model_order(self._column_model(column))
         self.place = {m.id: i for i, m in enumerate(self.models)}
         self.props = [(int(i), str(a)) for i, a in props]  # the page's recorded ones, in its order
-        # every property's encoded value as it is now (kept current: each change is an event)
-        self.now = initial_values(self.models)
-        self.touched: set[tuple[str, str]] = set()
-        self.doc.on_change(self._collect)
+        # every property of the node's models as it is now (kept current: each change is an event)
+        self.reader = Reader(self.doc, self.models)
         # (the node's own widgets a request may act on, by id: the class `kv-<id>` the view gives each)
         allowed = {c.id for c in recipe.controls if c.action not in TRANSPORT_ACTIONS} | set(recipe.live_only)
         self.actions = {c[3:]: w for w in column.select(pn.widgets.Widget) for c in (w.css_classes or [])
@@ -99,25 +90,6 @@ class Frames:
         if len(found) != 1:
             raise LookupError(f"{len(found)} views of node {self.key} in its live document")
         return found[0]
-
-    def _collect(self, event) -> None:
-        if getattr(event, "model", None) is None or event.model.id not in self.place:
-            return  # (another node's)
-        if isinstance(event, ModelChangedEvent):
-            self.touched.add((event.model.id, event.attr))
-        elif isinstance(event, ColumnDataChangedEvent | ColumnsPatchedEvent | ColumnsStreamedEvent):
-            self.touched.add((event.model.id, "data"))
-
-    def _read_touched(self) -> set[tuple[str, str]]:
-        """Bring `now` up to date with every change since the last read; returns what changed."""
-        changed, self.touched = self.touched, set()
-        for mid, attr in changed:
-            model = self.doc.get_model_by_id(mid)
-            try:
-                self.now[(mid, attr)] = encode(getattr(model, attr))
-            except (TypeError, UnsetValueError):  # (a reference to another model: never recorded)
-                self.now.pop((mid, attr), None)
-        return changed
 
     def _act(self, control: str, value: str | None) -> None:
         widget = self.actions.get(control)
@@ -159,7 +131,7 @@ class Frames:
         notices = list(parsed.notices)
         url = BY_KEY[self.key].url
         state = self.state
-        self._read_touched()  # (whatever the last request left, so `now` is current)
+        self.reader.read()  # (whatever the last request left, so that `now` is current)
         with eager_snapshots():  # (each state's snapshot kept on the way: stepping back reads them)
             fresh(state)
             if url is not None:
@@ -169,40 +141,18 @@ class Frames:
             if act:
                 self._act(act, value)
         wanted = [(self.models[i].id, a) for i, a in self.props]
-        others = [p for p in ((self.models[i].id, a) for i, a in extra if i < len(self.models)) if p in self.now]
-        rows: list[dict] = []
+        now = self.reader.now
+        others = [p for p in ((self.models[i].id, a) for i, a in extra if i < len(self.models)) if p in now]
         stored = Values()
-        intern = stored.intern
-
-        known = set(wanted) | set(others)
-        order = wanted + [p for p in others if p not in set(wanted)]
-        steps = []
-
-        def visit() -> None:
-            # a property first changed now held its earlier value in every state visited so far
-            new = [p for p in sorted(self.touched - known) if p[0] in self.place and p in self.now]
-            held = {p: self.now[p] for p in new}
-            self._read_touched()
-            for p in new:
-                if p in self.now:
-                    known.add(p)
-                    order.append(p)
-                    for row in rows:
-                        row[p] = intern(held[p])
-            rows.append({p: intern(self.now[p]) for p in order})
-            steps.append(state.step_count)
-
+        # (the page's recorded properties, those it holds from earlier answers, then any this branch changes)
+        rows = Rows(self.reader, stored, wanted + [p for p in others if p not in set(wanted)])
         link = urlencode(url.query(state)) if url is not None else ""
         facts = checks.facts_of(self.lesson.states["explain"], self.key)  # (Explain it back's, at its end)
-        visit()
-        while state.step_count > start and state.step_back():
-            visit()
-        rows.reverse()
-        steps.reverse()
+        rows.walk_back(state, start)  # (the same reading as a recording's: kvviz/export/record.py)
         n = len(wanted)
-        return {"node": self.key, "n": n, "from": min(start, steps[0]),
-                "props": [[self.place[mid], attr] for mid, attr in order[n:]],
-                "values": stored.values, "rows": [[row[p] for p in order] for row in rows], "steps": steps,
+        return {"node": self.key, "n": n, "from": min(start, rows.steps[-1]),
+                "props": [[self.place[mid], attr] for mid, attr in rows.order[n:]],
+                "values": stored.values, "rows": rows.rows[::-1], "steps": rows.steps[::-1],
                 "link": link, "notices": notices, "facts": facts}
 
     def check(self, query: str, key: str) -> dict:

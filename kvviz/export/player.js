@@ -10,7 +10,9 @@
 // (recorded with it), and `at_<node>` names a step before that end. A link opens on its recorded
 // state. A link, a typed prompt or an action that no recording holds is sent to the server
 // (`/lesson-live`, kvviz/export/live.py), whose engine runs it and answers with one more branch,
-// recorded the same way: the page plays it like the others, and says it was computed live.
+// recorded the same way: the page plays it like the others, and says it was computed live. A
+// "slow down" (429) is shown in the server's words, what was typed stays in its box, and nothing
+// is sent again until the answer's Retry-After has passed.
 (function () {
   "use strict";
   const nodes = {};
@@ -20,6 +22,10 @@
   const config = { handin: null, handinBox: null, frames: null };
   let touched = null; // the node last acted on (the keyboard's, when none is in view)
   const KEEP_LIVE = 4; // branches computed live kept per node (Step back and Play replay them)
+  // After the server says "slow down" (429: this address asked faster than it answers), nothing is
+  // sent until its Retry-After has passed: the page says the server's sentence again instead (one
+  // limit per address, so one for the whole page). Nothing is ever retried by itself.
+  const slowDown = { until: 0, said: "" };
 
   async function inflate(b64) {
     const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
@@ -61,6 +67,12 @@
       return;
     }
     model.setv({ visible: on });
+  }
+
+  // The roster's dots (kvviz/export/classroom.js): a prediction locked in or resolved.
+  function madePrediction() {
+    const c = window.kvvizPlayer && window.kvvizPlayer.classroom;
+    if (c) c.changed();
   }
 
   function escapeHtml(text) {
@@ -302,6 +314,7 @@
       else { this.status("Type a whole number (up to 4 digits), then lock it in.", "kv-wrong"); return; }
       this.pending = { question: q.text, predicted: taken };
       this.choose(taken);
+      madePrediction();
       this.status(`Locked in: ${taken}. Now use ${q.action} and see what the engine does.`);
     }
 
@@ -337,6 +350,7 @@
                       outcome: found.outcome, right, why: found.why, recorded: true };
       (this.predictions = this.predictions || []).push(entry);
       this.pending = null;
+      madePrediction();
       this.choose(null);
       const said = `You predicted ${entry.predicted}; the engine: ${entry.outcome}.`;
       const why = found.why ? `: ${found.why}` : ".";
@@ -366,7 +380,7 @@
       if (!t || typeof text !== "string" || !text.trim() || this.echoes.has(text)) return;
       this.draft = "";
       this.live({ extra: `${t.param}=${encodeURIComponent(t.prefix + text.trim().slice(0, 200))}`, drop: t.drop || [],
-                  after: true });
+                  after: true, typed: text });
     }
 
     // A control that needs the engine (Release oldest, Fill the pool, a select): the server does it.
@@ -415,10 +429,17 @@
       try { await this.ask(what || {}); } finally { this.busy -= 1; }
     }
 
-    async ask({ base, extra, drop, act, value, at, after, to }) {
+    async ask({ base, extra, drop, act, value, at, after, to, typed }) {
       this.play(false);
       const pane = this.ids.live ? this.doc.get_model_by_id(this.ids.live) : null;
       const say = (html) => { if (pane) { pane.text = escapeHtml(html); pane.visible = true; } };
+      // (not answered: what the student typed stays theirs, in the box and for its button)
+      const keepTyped = () => { if (typeof typed === "string" && !this.draft) this.draft = typed; };
+      if (Date.now() < slowDown.until) { // (asked to slow down a moment ago: this is not sent)
+        keepTyped();
+        say(`<p class="kv-live-note kv-live-error kv-slow-down" role="alert">${escapeHtml(slowDown.said)}</p>`);
+        return;
+      }
       if (!config.frames) {
         say(`<p class="kv-live-note" role="status">This needs the live lesson, which this copy has no address
              for: run <code>make lesson</code> to use your own prompts.</p>`);
@@ -441,15 +462,23 @@
       try {
         const r = await fetch(`${config.frames}?${q}`, { cache: "no-store" });
         data = await r.json().catch(() => null);
+        if (r.status === 429) { // (this address asks faster than the server answers: hold off)
+          const wait = Number(r.headers.get("Retry-After")) || Number(data && data.retry_after_s) || 1;
+          slowDown.until = Date.now() + 1000 * Math.min(Math.max(wait, 1), 60);
+          slowDown.said = data && data.message ? data.message
+            : "You are sending questions faster than the server can answer: wait a second and try again.";
+          throw Object.assign(new Error(slowDown.said), { answered: true, slow: true });
+        }
         if (!r.ok || !data || !data.ok) {
           const why = data && data.message ? data.message
             : r.status === 503 ? "the server is busy right now" : `the server answered ${r.status}`;
           throw Object.assign(new Error(why), { answered: Boolean(data && data.message) });
         }
       } catch (err) {
+        keepTyped();
         if (ticket !== this.asked) return;
         say(err.answered
-          ? `<p class="kv-live-note kv-live-error" role="alert">${escapeHtml(err.message)}</p>`
+          ? `<p class="kv-live-note kv-live-error${err.slow ? " kv-slow-down" : ""}" role="alert">${escapeHtml(err.message)}</p>`
           : `<p class="kv-live-note kv-live-error" role="alert">The live engine could not be reached
              (${escapeHtml(err.message || err)}): the recording above still plays; try again in a moment.</p>`);
         return;
@@ -561,6 +590,7 @@
     // A shortcut key (kvviz/web/keyboard.py: KEYS) for the node in view, else the last touched;
     // a page of one node acts on it. The node's own buttons do the same.
     key(action, inView) {
+      if (this.classroom && this.classroom.isPaused()) return; // (eyes on the teacher)
       const name = ORDER.length === 1 ? ORDER[0] : nodes[inView] ? inView : touched || ORDER[0];
       if (nodes[name]) nodes[name].act(action); // (an action the node lacks does nothing)
     },
@@ -578,13 +608,7 @@
         status.className = `kv-handin-status ${ok ? "kv-ok" : "kv-error"}`;
       };
       if (!config.handin) { say("Handing in needs the live lesson's server.", false); return; }
-      const KEY = "kvviz-student-id"; // (the live lesson's boxes use the same id: kvviz/handin/view.py)
-      let id = null;
-      try { id = window.localStorage.getItem(KEY); } catch (e) { /* storage blocked: this page only */ }
-      if (!/^[0-9a-f]{32}$/.test(id || "")) {
-        id = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
-        try { window.localStorage.setItem(KEY, id); } catch (e) { /* (as above) */ }
-      }
+      const id = this.studentId();
       const q = currentQuery(false).toString();
       const body = { student_id: id, name: box.querySelector(".kv-handin-name").value,
                      predictions: this.predictions(), query: q ? `?${q}` : "" };
@@ -600,6 +624,17 @@
       } finally {
         button.disabled = false;
       }
+    },
+    // The browser's student id (the live lesson's boxes use the same: kvviz/handin/view.py), made once.
+    studentId() {
+      const KEY = "kvviz-student-id";
+      let id = null;
+      try { id = window.localStorage.getItem(KEY); } catch (e) { /* storage blocked: this page only */ }
+      if (!/^[0-9a-f]{32}$/.test(id || "")) {
+        id = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+        try { window.localStorage.setItem(KEY, id); } catch (e) { /* (as above) */ }
+      }
+      return id;
     },
     nodes,
     config,

@@ -17,8 +17,13 @@ from bokeh.models import CustomJS
 
 from kvviz.controls.prediction import CHOICE
 from kvviz.nodes.recipe import Control
+from kvviz.web import __file__ as web_file
+from kvviz.web.js_source import js_source
 
 PLAYER_JS = (Path(__file__).with_name("player.js")).read_text(encoding="utf-8")
+# The class the teacher runs, on a served page (classroom.js, with the sections' finder it uses):
+# set up with kvviz/handin/classroom.py's `browser_config`.
+CLASSROOM_JS = js_source(web_file, "find_sections.js") + "\n" + js_source(__file__, "classroom.js")
 
 
 def classes(model) -> list[str]:

@@ -7,8 +7,10 @@ model property that any state changes is read off the document. The page replays
 in the browser (kvviz/export/player.py): the same figures, fed by the same code, so every number
 equals what the live engine shows for that state.
 
-Two passes: the first finds which (model, property) pairs change at all; the second reads them
-in every state. Values are stored once each (`values`), states as rows of indices into it.
+One walk: a property is read when the document says it changed (every change is an event), and
+one first changed at some state held its earlier value in every state before. Values are stored
+once each (`values`), states as rows of indices into it. kvviz/export/walk.py runs the walks of a
+whole recording on every core, a few branches per worker process.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class Recording:
     branches: dict[str, list[list[int]]] = field(default_factory=dict)  # key -> states -> value index per prop
     steps: dict[str, list[int]] = field(default_factory=dict)  # key -> the engine step count of each state
     links: dict[str, str] = field(default_factory=dict)  # key -> the live link's query for its settled end
+    # prop -> the index of its value before the walk (a state that never changed it has that); not written
+    first: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"props": self.props, "values": self.values, "branches": self.branches, "steps": self.steps,
@@ -104,17 +108,84 @@ def initial_values(models) -> dict[tuple[str, str], object]:
     return out
 
 
-def _walk(state, branches: dict[str, Setup], visit: Callable[[str, int], None],
-          settled: Callable[[str], None]) -> None:
-    """Every branch's states, from its settled end back to its start: `visit(key, step_count)`;
-    `settled(key)` at each settled end first."""
-    for key, setup in branches.items():
-        with eager_snapshots():  # (so that stepping back reads each state's snapshot, kept on the way)
-            setup(state)
-        settled(key)
-        visit(key, state.step_count)
-        while state.step_back():
-            visit(key, state.step_count)
+class Reader:
+    """The properties of some models of a document (all of them by default), kept current: a
+    property that a change event names is read again and encoded (every change is an event); the
+    others keep their value. `strict`: a changed property that cannot be recorded is an error
+    (else it is dropped: a reference to another model, never recorded)."""
+
+    def __init__(self, doc: Document, models=None, strict: bool = False):
+        self.doc, self.strict = doc, strict
+        self.models = {m.id: m for m in (doc.models if models is None else models)}
+        self.now = initial_values(self.models.values())  # (model id, property) -> encoded value
+        self.touched: set[tuple[str, str]] = set()
+        doc.on_change(self._collect)
+
+    def _collect(self, event) -> None:
+        model = getattr(event, "model", None)
+        if model is None or model.id not in self.models:
+            return  # (not one of ours)
+        if isinstance(event, ModelChangedEvent):
+            self.touched.add((model.id, event.attr))
+        elif isinstance(event, ColumnDataChangedEvent | ColumnsPatchedEvent | ColumnsStreamedEvent):
+            self.touched.add((model.id, "data"))
+
+    def read(self) -> dict[tuple[str, str], object]:
+        """Bring `now` up to date with every change since the last read; returns each changed
+        property's value before it changed."""
+        changed, self.touched = self.touched, set()
+        before = {}
+        for prop in sorted(changed):
+            mid, attr = prop
+            try:
+                if self.strict and prop not in self.now:
+                    raise TypeError
+                value = encode(getattr(self.models[mid], attr))
+            except (TypeError, UnsetValueError):
+                if self.strict:
+                    raise TypeError(f"property {attr!r} of {type(self.models[mid]).__name__} cannot be recorded") from None
+                self.now.pop(prop, None)
+                continue
+            before[prop] = self.now.get(prop)
+            self.now[prop] = value
+        return before
+
+    def close(self) -> None:
+        self.doc.remove_on_change(self._collect)
+
+
+class Rows:
+    """States read off a `Reader`, one row each: the value index (in `stored`) of every property
+    of `order`, which begins with `always` and grows by each property as it first changes. Such a
+    property held, in every state read before, its value before that change (`first`)."""
+
+    def __init__(self, reader: Reader, stored: Values, always: list[tuple[str, str]] = ()):
+        self.reader, self.intern = reader, stored.intern
+        self.order = list(always)
+        self.known = set(self.order)
+        self.first: dict[tuple[str, str], int] = {}
+        self.rows: list[list[int]] = []
+        self.steps: list[int] = []
+
+    def visit(self, step: int) -> None:
+        for prop, before in self.reader.read().items():
+            if prop not in self.known:
+                self.known.add(prop)
+                self.order.append(prop)
+                self.first[prop] = held = self.intern(before)
+                for row in self.rows:
+                    row.append(held)
+        now = self.reader.now
+        self.rows.append([self.intern(now[p]) for p in self.order])
+        self.steps.append(step)
+
+    def walk_back(self, state, start: int = 0) -> int:
+        """Read `state` now and at every engine step back to `start`; returns the first row's index."""
+        at = len(self.rows)
+        self.visit(state.step_count)
+        while state.step_count > start and state.step_back():
+            self.visit(state.step_count)
+        return at
 
 
 def record(doc: Document, state, branches: dict[str, Setup], reset: Callable[[], None],
@@ -124,49 +195,25 @@ def record(doc: Document, state, branches: dict[str, Setup], reset: Callable[[],
     `link(state)`: the live lesson's query for a state, kept for each branch's settled end (the
     player writes it into the address bar, and a live session continues from it).
 
-    One walk: a property is read again only when the document says it changed; a property first
-    changed at some state held its initial value in every state before (any change is an event)."""
-    models = {m.id: m for m in doc.models}
-    initial = initial_values(doc.models)
-    touched: set[tuple[str, str]] = set()
-
-    def collect(event) -> None:
-        if isinstance(event, ModelChangedEvent):
-            touched.add((event.model.id, event.attr))
-        elif isinstance(event, ColumnDataChangedEvent | ColumnsPatchedEvent | ColumnsStreamedEvent):
-            touched.add((event.model.id, "data"))
-
-    current: dict[tuple[str, str], int] = {}  # prop -> value index now
-    order: list[tuple[str, str]] = []  # props in the order first changed
+    Each branch is put at its settled end (`setup`), then read back one engine step at a time to
+    its start (`Rows.walk_back`: the same reading as a live answer's, kvviz/export/live.py)."""
+    reader = Reader(doc, strict=True)
     stored = Values()
-    intern = stored.intern
-    visited: list[tuple[str, int, dict]] = []
-
-    def visit(key: str, step: int) -> None:
-        for prop in sorted(touched):
-            if prop not in current:
-                if prop not in initial:
-                    raise TypeError(f"property {prop[1]!r} of {type(models[prop[0]]).__name__} cannot be recorded")
-                order.append(prop)
-            current[prop] = intern(encode(getattr(models[prop[0]], prop[1])))
-        touched.clear()
-        visited.append((key, step, dict(current)))
-
+    rows = Rows(reader, stored)
     links: dict[str, str] = {}
-
-    def settled(key: str) -> None:
-        links[key] = link(state)
-
-    doc.on_change(collect)
+    spans: dict[str, tuple[int, int]] = {}
     try:
-        _walk(state, branches, visit, settled)
+        for key, setup in branches.items():
+            with eager_snapshots():  # (so that stepping back reads each state's snapshot, kept on the way)
+                setup(state)
+            links[key] = link(state)
+            at = rows.walk_back(state)
+            spans[key] = (at, len(rows.rows))
     finally:
-        doc.remove_on_change(collect)
-    first = {prop: intern(initial[prop]) for prop in order}
-    rec = Recording(props=[list(p) for p in order], values=stored.values, links=links)
-    for key in branches:
-        mine = [(step, now) for k, step, now in visited if k == key][::-1]  # start to end
-        rec.branches[key] = [[now.get(prop, first[prop]) for prop in order] for _, now in mine]
-        rec.steps[key] = [step for step, _ in mine]
+        reader.close()
+    rec = Recording(props=[list(p) for p in rows.order], values=stored.values, links=links, first=rows.first)
+    for key, (a, b) in spans.items():
+        rec.branches[key] = rows.rows[a:b][::-1]  # (start to end)
+        rec.steps[key] = rows.steps[a:b][::-1]
     reset()
     return rec

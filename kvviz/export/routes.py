@@ -6,9 +6,13 @@
     /lesson/...       the recorded pages and their libraries, as static, cacheable files
     /lesson-status    JSON: whether the recordings are ready, and their key
     /lesson-handin    POST: a hand-in from the recorded lesson (kvviz/handin/endpoint.py)
+    /lesson-report    POST: where a student's page is, for the teacher's roster
+    /lesson-class     GET: the class state every page polls (paused, pace, follow me); POST: the
+                      teacher's command, with the passphrase (kvviz/handin/class_endpoint.py)
     /lesson-live      GET: what no recording holds (a typed question, Release oldest...), run by
                       this process's engine and answered as one more branch to play
-                      (kvviz/export/live.py)
+                      (kvviz/export/live.py); a client asking too fast: 429, "slow down"
+                      (kvviz/process/throttle.py, as /lesson-handin)
 
 Importing this module starts the recording (kvviz/export/cache.py) in a child process if this
 code has none yet. Scripted actions on the recorded pages never reach the server; what no
@@ -24,15 +28,25 @@ import os
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlencode
 
+import torch
 from tornado.ioloop import IOLoop
 from tornado.web import RequestHandler, StaticFileHandler
 
 from kvviz.export import cache, live
+from kvviz.handin.class_endpoint import ClassHandler, ReportHandler
 from kvviz.handin.endpoint import HandInHandler
+from kvviz.nodes import KEYS as NODE_KEYS
+from kvviz.process import throttle
 
 KEY = cache.key()
+
+# This server's engines (live answers, each /app session's) compute on one thread each: a model this
+# small gains nothing from more, threads that wait for each other under load cost 4x (a live answer
+# 0.35 s on one thread, 1.5 s on two with other work running), and a class server runs a backend per core.
+torch.set_num_threads(1)
 NODE_RE = re.compile(r"^[a-z]{1,20}$")
 
 
@@ -88,28 +102,42 @@ class LessonStatus(RequestHandler):
 
 class LessonLive(RequestHandler):
     """`/lesson-live?node=...&<its link>[&act=...]`: one more branch for the page's player, run by
-    this process's engine on the event loop's thread (Panel's models are not for two threads:
-    a branch takes a few hundred milliseconds, one at a time)."""
+    this process's engine on its one answering thread (`ANSWERING`: one branch at a time, a few
+    hundred milliseconds each), so that the event loop goes on serving pages, hand-ins and
+    status meanwhile. A client asking faster than kvviz/process/throttle.py allows is answered
+    429 at once, with nothing computed."""
 
-    def get(self) -> None:
-        started = time.perf_counter()
-        waited = self.request.request_time()  # (since the request came in: the queue before this)
+    async def get(self) -> None:
+        if throttle.refused(self, throttle.LIVE, throttle.SLOW_DOWN):
+            return
         self.set_header("Content-Type", "application/json")
         self.set_header("Cache-Control", "no-store")
         folder = cache.ready(k=KEY)
         if folder is None:
-            status, body = 503, live.gz({"ok": False, "message": "The server is still recording the lesson: try again in a minute."})
+            status, body, compute = 503, live.gz({"ok": False, "message": "The server is still recording the lesson: try again in a minute."}), 0.0
         else:
-            status, body = _service(folder).answer(self.request.query)
-        # (seen in a browser's developer tools, and by benchmarks.classroom_played: where the time went)
-        self.set_header("Server-Timing", f"wait;dur={waited * 1000:.1f}, "
-                                         f"compute;dur={(time.perf_counter() - started) * 1000:.1f}")
+            status, body, compute = await IOLoop.current().run_in_executor(ANSWERING, _answer, folder, self.request.query)
+        # (seen in a browser's developer tools, and by benchmarks.classroom_played: where the time
+        # went; wait: in this server before its answer began, behind other answers)
+        waited = max(0.0, self.request.request_time() - compute)
+        self.set_header("Server-Timing", f"wait;dur={waited * 1000:.1f}, compute;dur={compute * 1000:.1f}")
         self.set_status(status)
         if "gzip" in self.request.headers.get("Accept-Encoding", ""):
             self.set_header("Content-Encoding", "gzip")
             self.write(body)
         else:
             self.write(gzip.decompress(body))
+
+
+# The one thread of this process that runs its live frames (building them, answering): Panel's and
+# Bokeh's models are not for two threads at once, and the frames of all nodes share one document.
+ANSWERING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-live")
+
+
+def _answer(folder, query: str) -> tuple[int, bytes, float]:
+    started = time.perf_counter()
+    status, body = _service(folder).answer(query)
+    return status, body, time.perf_counter() - started
 
 
 _SERVICES: dict[str, live.Service] = {}
@@ -128,6 +156,8 @@ ROUTES = [
     (r"/lesson/(.*)", LessonFiles, {}),
     (r"/lesson-status", LessonStatus, {}),
     (r"/lesson-handin", HandInHandler, {}),  # (a hand-in from the recorded lesson, in one request)
+    (r"/lesson-report", ReportHandler, {"nodes": NODE_KEYS}),  # (the roster: where a student's page is)
+    (r"/lesson-class", ClassHandler, {"nodes": NODE_KEYS}),  # (pause, pace, follow me: polled; the teacher's)
     (r"/lesson-live", LessonLive, {}),  # (what no recording holds, run here, played in the page)
 ]
 
@@ -136,7 +166,7 @@ ROUTES = [
 RECORDER = None if os.environ.get("KVVIZ_RECORDINGS") == "off" else cache.start_in_background()
 
 
-def _warm_when_recorded(loop: IOLoop, poll_s: float = 2.0, give_up_s: float = 3600) -> None:
+def _warm_when_recorded(poll_s: float = 2.0, give_up_s: float = 3600) -> None:
     """Once the recording is there: build this process's frames (each node's view on its own
     engine: a second or two each), one node per turn of the event loop, so that the first
     question does not wait for them."""
@@ -146,9 +176,8 @@ def _warm_when_recorded(loop: IOLoop, poll_s: float = 2.0, give_up_s: float = 36
             return
         time.sleep(poll_s)
     for key in live.Service.keys(folder):
-        loop.add_callback(lambda k=key: _service(folder).warm(k))
+        ANSWERING.submit(lambda k=key: _service(folder).warm(k))  # (between answers, on their thread)
 
 
 if os.environ.get("KVVIZ_RECORDINGS") != "off":
-    threading.Thread(target=_warm_when_recorded, args=(IOLoop.current(),),  # (the server's: this is its thread)
-                     name="kvviz-live-warm", daemon=True).start()
+    threading.Thread(target=_warm_when_recorded, name="kvviz-live-warm", daemon=True).start()

@@ -34,13 +34,14 @@ from bokeh.util.paths import bokehjs_path
 
 from kvviz import page_text
 from kvviz.controls.prediction import CHOSEN
-from kvviz.export import checks
+from kvviz.export import checks, walk
 from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
-from kvviz.export.player import PLAYER_JS, disable, wire, wire_live, wire_predictions
+from kvviz.export.player import CLASSROOM_JS, PLAYER_JS, disable, wire, wire_live, wire_predictions
 from kvviz.export.recipes import recipes
 from kvviz.export.record import Recording, record
+from kvviz.handin.classroom import browser_config
 from kvviz.lesson import NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening, page_heading
-from kvviz.nodes import BY_KEY, LIVE, NODES
+from kvviz.nodes import BY_KEY, LIVE, NODES, OUTLINE
 from kvviz.nodes.recipe import Recipe
 from kvviz.state import predict
 from kvviz.web import stylesheet
@@ -73,6 +74,7 @@ def provenance() -> dict[str, str]:
 SERVED_LIVE = "../app"
 SERVED_HANDIN = "../lesson-handin"  # (kvviz/handin/endpoint.py)
 SERVED_FRAMES = "../lesson-live"  # (kvviz/export/live.py: what no recording holds)
+SERVED_REPORT, SERVED_CLASS = "../lesson-report", "../lesson-class"  # (kvviz/handin/class_endpoint.py)
 
 
 # Node 04 on a served page: it watches a live vLLM, so it runs live (its link carries nothing).
@@ -225,6 +227,9 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)
     live_config = {"handin": SERVED_HANDIN, "frames": SERVED_FRAMES, "handinBox": HANDIN_BOX} if served else {}
     scripts = [f"window.kvvizPlayer.configure({json.dumps(live_config)});"]
+    if served:  # (the class the teacher runs: the roster's reports, pause, pace, follow me)
+        classroom = browser_config(SERVED_REPORT, SERVED_CLASS, OUTLINE)
+        scripts.append(f"window.kvvizPlayer.classroom.setup({json.dumps(classroom)});")
     placed: dict[str, list] = {}
     for key in keys:
         recipe: Recipe | None = plan.get(key)
@@ -341,7 +346,7 @@ def write_page(doc: Document, scripts: list[str], path: Path, title: str) -> Non
     # (a stylesheet the live page has from Panel's /components/ route: copied beside the pages)
     text = preload_stylesheets(text.replace(stylesheet.ROUTE + "assets/", ""))
     _copy_libraries(text, path.parent)
-    player = f"<script>{PLAYER_JS}\n{checks.CHECKS_JS}\n{''.join(scripts)}</script>"
+    player = f"<script>{PLAYER_JS}\n{checks.CHECKS_JS}\n{CLASSROOM_JS}\n{''.join(scripts)}</script>"
     end = text.rindex("</body>")  # (the inlined libraries contain the string too)
     text = text[:end] + player + "\n" + text[end:]
     path.write_text(text, encoding="utf-8")
@@ -377,15 +382,23 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     # (walked: node -> its walk, made for its own page and reused by index.html, or given)
     # (served: explain is in index.html only)
     nodes = [n for n in [*recorded, *([] if served else [BY_KEY["explain"]])] if not only or n.key in only]
-    total = len(nodes) + (0 if only else 1)
-    for done, node in enumerate(nodes):
+    # (every node's states, walked on every core before any page is written: kvviz/export/walk.py)
+    plan = recipes()
+    unwalked = {n.key: list(plan[n.key].branches) for n in nodes if n.key in plan and n.key not in walked}
+    parts = len(walk.pieces(unwalked)) if unwalked else 0
+    total = parts + len(nodes) + (0 if only else 1)
+    if unwalked:
+        progress("the nodes' states", 0, total)
+        walks_made = walk.walk_all(unwalked, on_done=lambda done, _all: progress("the nodes' states", done, total))
+        walked.update({key: Walked(rec, places, None) for key, (rec, places) in walks_made.items()})
+    for done, node in enumerate(nodes, start=parts):
         progress(f"node {node.number} · {node.title}", done, total)
         doc, scripts, placed = build_page([node.key], live_url, facts, served, walked, explained)
         frames.update(placed)
         pages.append(out / f"{node.key}.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} · {node.title} (recording)")
     if not only:
-        progress("the whole lesson's page", len(nodes), total)
+        progress("the whole lesson's page", parts + len(nodes), total)
         doc, scripts, _placed = build_page([*(n.key for n in recorded), "explain"], live_url, facts, served, walked,
                                            explained)
         pages.append(out / "index.html")

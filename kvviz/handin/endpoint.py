@@ -4,7 +4,8 @@ The recorded lesson (played in the browser) sends what the student did there as 
 `{"student_id", "name", "predictions": [...], "query": "?..."}`, and optionally `"answer"` and
 `"checks": [...]` (Explain it back's written answer and self-checks). Every field is cleaned and
 capped by `HandIn.make` (as the live boxes' hand-ins are), the same per-student rate limit
-applies (one every 3 s, 30 in all, per process), and the same store takes it, merging it with
+applies (one every 3 s, 30 in all, per process; and per address, kvviz/process/throttle.py, for a
+script that invents a new student id each time), and the same store takes it, merging it with
 what the same student id handed in before, here or from the live page (`model.merge`: a hand-in
 without an answer or self-checks keeps the earlier ones). The answer is
 JSON: `{"ok": bool, "message": a sentence for the student}`; nothing is ever rendered as HTML.
@@ -21,6 +22,7 @@ from tornado.web import RequestHandler
 from kvviz.handin.model import HandIn, RateLimit
 from kvviz.handin.session import confirmation
 from kvviz.handin.storage import StoreError, shared
+from kvviz.process import throttle
 
 log = logging.getLogger("kvviz.handin")
 MAX_BODY = 64_000  # bytes of a request: far more than the capped fields need
@@ -68,6 +70,8 @@ def hand_in(body: bytes) -> tuple[int, dict]:
 
 class HandInHandler(RequestHandler):
     def post(self) -> None:
+        if throttle.refused(self, throttle.HANDIN, throttle.SLOW_DOWN_HANDIN):
+            return  # (one address sending many: a script inventing student ids)
         self.set_header("Content-Type", "application/json")
         self.set_header("Cache-Control", "no-store")
         if not self.request.headers.get("Content-Type", "").startswith("application/json"):

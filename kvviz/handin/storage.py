@@ -197,7 +197,33 @@ class Store:
 
         return self._write(body)
 
+    def update_meta(self, name: str, change) -> str:
+        """Store `change(old)` as `name` (`old`: its value, or None), read and written under the
+        write lock (two processes updating at once lose neither); returns the new value."""
+        def body(c: Connection) -> str:
+            _lock(c)
+            old = c.execute(sa.select(meta.c.value).where(meta.c.name == name)).scalar_one_or_none()
+            value = change(old)
+            c.execute(sa.insert(meta).values(name=name, value=value) if old is None
+                      else sa.update(meta).where(meta.c.name == name).values(value=value))
+            return value
+
+        return self._write(body)
+
+    def write(self, body, create: bool = True, missing=None):
+        """`body(connection)` in one write transaction (kvviz/handin/roster.py's statements)."""
+        return self._write(body, create, missing)
+
+    def read(self, body, missing):
+        """`body(connection)` in one read transaction (`missing` if there is no database yet)."""
+        return self._read(body, missing)
+
     # -- reads -----------------------------------------------------------------------------------
+    def meta_value(self, name: str) -> str | None:
+        """The stored value `name`, or None (nothing is created)."""
+        return self._read(lambda c: c.execute(sa.select(meta.c.value).where(meta.c.name == name)).scalar_one_or_none(),
+                          missing=None)
+
     def revision(self) -> int:
         return self._read(_revision, missing=0)
 

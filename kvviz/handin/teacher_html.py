@@ -91,8 +91,18 @@ def header_html(total: int, shown: int, last: float, search: str) -> str:
     return f'<div class="kv-t-count" role="status"><b>{total}</b> hand-in{"s" if total != 1 else ""}{seen}{latest}</div>'
 
 
+# (for whoever runs the server, not the class: folded away at the foot of the page)
 VLLM_HINT_HTML = (
-    '<p class="kv-t-vllm">Node 04 shows a recording of a real vLLM until one answers: to show it live, run '
-    '<code>make vllm</code> in a second terminal on the lesson\'s machine; node 04 connects by itself '
-    '(docs/vllm.md).</p>'
+    '<details class="kv-t-vllm"><summary>For whoever runs the server</summary><p>Node 04 shows a recording of '
+    'a real vLLM until one answers: to show it live, run <code>make vllm</code> in a second terminal on the '
+    'lesson\'s machine; node 04 connects by itself (docs/vllm.md).</p></details>'
 )
+
+
+def address_html(url: str, local: bool) -> str:
+    """The address students open, in large type at the top of the page (`local`: it names this
+    machine only, so students need its network address instead)."""
+    where = ('<p class="kv-t-local">That is this machine\'s own name: students need its network address '
+             '(<code>make class</code> prints it).</p>') if local else ""
+    return (f'<div class="kv-t-address"><span>Students open</span> <a href="{e(url, quote=True)}" target="_blank" '
+            f'rel="noopener noreferrer">{e(url)}</a>{where}</div>')

@@ -15,18 +15,21 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import time
 
 import panel as pn
 import param
 
 from kvviz.handin import key as passphrase
+from kvviz.handin import roster
+from kvviz.handin.class_controls import ClassControls
 from kvviz.handin.model import HandIn, clean
 from kvviz.handin.pulse import pulse
 from kvviz.handin.pulse_html import pulse_html
 from kvviz.handin.report import summarise, to_csv
 from kvviz.handin.storage import Store, StoreError, shared
-from kvviz.handin.teacher_html import VLLM_HINT_HTML, handins_html, header_html, summary_html
+from kvviz.handin.teacher_html import VLLM_HINT_HTML, address_html, handins_html, header_html, summary_html
 from kvviz.handin.view import status_html
 from kvviz.web.live_html import LiveHTML
 
@@ -49,13 +52,15 @@ class TeacherPage(pn.viewable.Viewer):
     unlocked = param.Boolean(default=False, doc="the passphrase was typed in this session")
     reveal = param.Boolean(default=False, doc="the class pulse shows the engine's answers")
     pulse_only = param.Boolean(default=False, doc="only the class pulse is shown (for the projector)")
+    outline = param.Parameter(default=(), doc="every node's (key, number, title), in page order (teacher.py: the "
+                          "registry's): the roster's columns, what may be paced or followed")
 
     def __init__(self, **params):
         super().__init__(**params)
         self.attempts = passphrase.Attempts()
-        self.key = pn.widgets.PasswordInput(label="Teacher passphrase", width=340, css_classes=["kv-t-key"],
+        self.key = pn.widgets.PasswordInput(label="Teacher passphrase", width=340, css_classes=["kv-t-key", "kv-t-big"],
                                             placeholder="printed where the lesson server was started")
-        self.open = pn.widgets.Button(label="Open the class", color="primary", align="end")
+        self.open = pn.widgets.Button(label="Open the class", color="primary", align="end", css_classes=["kv-t-big"])
         self.login_status = LiveHTML(status_html(), sizing_mode="stretch_width")
         self.open.on_click(lambda _e: self.unlock(self.key.value_input or self.key.value))
         # (a password field sends its value on Enter or when it loses focus; never kept: see unlock)
@@ -97,15 +102,16 @@ class TeacherPage(pn.viewable.Viewer):
     # -- the class ---------------------------------------------------------------------------------
     def _build_class(self) -> None:
         self.search = pn.widgets.TextInput(label="Search by name", placeholder="part of a name", width=300,
-                                           css_classes=["kv-t-search"])
+                                           css_classes=["kv-t-search", "kv-t-big"])
         self.search.param.watch(lambda _e: self.refresh(force=True), "value_input")
         self.csv = pn.widgets.FileDownload(callback=self._csv, filename=f"kvviz-class-{time.strftime('%Y-%m-%d')}.csv",
                                            label="Export CSV", color="success", align="end", width=200,
-                                           css_classes=["kv-t-csv"])
-        self.clear_button = pn.widgets.Button(label="Clear the class…", color="danger", align="end")
+                                           css_classes=["kv-t-csv", "kv-t-big"])
+        self.clear_button = pn.widgets.Button(label="Clear the class…", color="danger", align="end",
+                                              css_classes=["kv-t-big"])
         self.confirm_text = LiveHTML("", sizing_mode="stretch_width")
-        yes = pn.widgets.Button(label="Yes, delete them", color="danger")
-        no = pn.widgets.Button(label="Cancel")
+        yes = pn.widgets.Button(label="Yes, delete them", color="danger", css_classes=["kv-t-big"])
+        no = pn.widgets.Button(label="Cancel", css_classes=["kv-t-big"])
         self.confirm = pn.Column(self.confirm_text, pn.Row(yes, no), visible=False, css_classes=["kv-t-confirm"],
                                  sizing_mode="stretch_width")
         self.clear_button.on_click(lambda _e: self.ask_clear())
@@ -116,8 +122,8 @@ class TeacherPage(pn.viewable.Viewer):
         self.listing = LiveHTML("", sizing_mode="stretch_width")
         self.notice = LiveHTML(status_html(), sizing_mode="stretch_width")
         self.pulse = LiveHTML("", sizing_mode="stretch_width")
-        self.reveal_button = pn.widgets.Button(label=REVEAL[False], color="primary", css_classes=["kv-p-reveal"])
-        self.only_button = pn.widgets.Button(label=ONLY[False], css_classes=["kv-p-only"])
+        self.reveal_button = pn.widgets.Button(label=REVEAL[False], color="primary", css_classes=["kv-p-reveal", "kv-t-big"])
+        self.only_button = pn.widgets.Button(label=ONLY[False], css_classes=["kv-p-only", "kv-t-big"])
         self.reveal_button.on_click(lambda _e: setattr(self, "reveal", not self.reveal))
         self.only_button.on_click(lambda _e: setattr(self, "pulse_only", not self.pulse_only))
         self.param.watch(lambda _e: self._redraw_pulse(), ["reveal", "pulse_only"])
@@ -125,16 +131,30 @@ class TeacherPage(pn.viewable.Viewer):
             pn.FlexBox(self.search, self.csv, self.clear_button, flex_wrap="wrap", align_items="flex-end",
                        sizing_mode="stretch_width", css_classes=["kv-t-tools"]),
             self.confirm, self.notice, self.count, self.summary, self.listing, sizing_mode="stretch_width")
+        self.classroom = ClassControls(store=self._store(), outline=self.outline)
         self._layout.objects = [
-            self._layout.objects[0], pn.pane.HTML(VLLM_HINT_HTML, sizing_mode="stretch_width"),
+            pn.pane.HTML(address_html(*self.student_address()), sizing_mode="stretch_width"),
+            self._layout.objects[0], self.classroom,
             pn.FlexBox(self.reveal_button, self.only_button, flex_wrap="wrap", sizing_mode="stretch_width",
                        css_classes=["kv-p-tools"]),
-            self.pulse, self.details,
+            self.pulse, self.details, pn.pane.HTML(VLLM_HINT_HTML, sizing_mode="stretch_width"),
         ]
         self.refresh(force=True)
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
             self._callback = pn.state.add_periodic_callback(self.refresh, period=POLL_MS)
             pn.state.on_session_destroyed(lambda _ctx: self._callback.stop())
+
+    @staticmethod
+    def student_address(environ=os.environ) -> tuple[str, bool]:
+        """The address students open: KVVIZ_STUDENT_URL (`make class` sets it), else this page's
+        own origin; and whether that names this machine only (localhost)."""
+        given = (environ.get("KVVIZ_STUDENT_URL") or "").strip()
+        loc = pn.state.location
+        if not given and loc is not None and loc.hostname:
+            given = f"{loc.protocol}//{loc.hostname}{':' + loc.port if loc.port else ''}/"
+        given = given or "http://localhost:5006/"
+        host = given.split("//", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
+        return given, host in ("localhost", "") or host.startswith("127.") or host == "[::1]"
 
     def shown(self) -> list[HandIn]:
         """The hand-ins whose name contains the search text (any case)."""
@@ -145,6 +165,7 @@ class TeacherPage(pn.viewable.Viewer):
         """Redraw if anything was handed in, changed or cleared since the last look (or `force`)."""
         if not self.unlocked:
             return
+        self.classroom.refresh(force=force)
         try:
             rev = self._store().revision()
             if rev == self._rev and not force:
@@ -185,7 +206,7 @@ class TeacherPage(pn.viewable.Viewer):
         n = len(self._handins)
         self.confirm_text.object = status_html(
             f"Delete all {n} hand-in{'s' if n != 1 else ''} for good? This cannot be undone "
-            "(export the CSV first to keep them). A hand-in that arrives after this question stays.", "error")
+            "(export the CSV first to keep them); the live roster starts again empty. A hand-in that arrives after this question stays.", "error")
         self.confirm.visible = True
 
     def clear(self) -> None:
@@ -193,6 +214,7 @@ class TeacherPage(pn.viewable.Viewer):
             return
         self.confirm.visible = False
         deleted = self._store().clear(up_to=getattr(self, "_clear_rev", -1))
+        roster.clear(self._store(), time.time())  # (a new class: the roster starts empty too)
         self.notice.object = status_html(f"Deleted {deleted} hand-in{'s' if deleted != 1 else ''}.", "ok")
         self.refresh(force=True)
 

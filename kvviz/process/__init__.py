@@ -1,2 +1,3 @@
 """Server and process tuning, no lesson knowledge: the process's build queue, memory housekeeping,
-its counts for the class server (Prometheus) and Bokeh's property defaults computed once."""
+its counts for the class server (Prometheus), how fast one client may ask (throttle) and Bokeh's
+property defaults computed once."""

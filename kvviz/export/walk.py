@@ -1,0 +1,159 @@
+"""Walking the lesson's nodes on every core: a recording's walks (kvviz/export/record.py) made in
+worker processes, a few branches each, and put together.
+
+A node's walk is the slow part of a recording (each state is drawn by the node's real view: a few
+milliseconds each, some two thousand states in all). Branches are independent: each starts from
+the node's default state and goes back to it. So the walks are cut into pieces (`pieces`: a node
+and some of its branches), each piece is walked by a worker process in a document of its own
+holding only that node's view, and the pieces of a node are joined (`join`). A worker names each
+property by its model's place in the node's `model_order` (the same in every process, as the live
+frames use it) and says, for each, the value it had before the walk: a property that one piece
+never changes held that value in every state of that piece.
+
+`walk_all` returns each node's `Walked`, which the page writer reuses as it reuses a served
+recording's walks (kvviz/export/site.py).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+
+from kvviz.export.page_models import model_order, node_column, page_config
+from kvviz.export.record import Recording, Values, record
+
+# Branches per piece, by node: a piece is a few seconds of one core (node 01's 32 branches are
+# short; node 02's are long, and longer the more requests they add).
+PIECE = {"fragmentation": 4, "paging": 1, "radix": 2}
+
+
+@dataclass
+class Piece:
+    key: str  # the node
+    branches: list[str]  # some of its recipe's branches, in the recipe's order
+
+
+def pieces(branches_of: dict[str, list[str]]) -> list[Piece]:
+    """Every node's branches cut into pieces of `PIECE[key]` (default 2), in the nodes' and the
+    branches' order."""
+    out = []
+    for key, names in branches_of.items():
+        size = PIECE.get(key, 2)
+        out += [Piece(key, names[i:i + size]) for i in range(0, len(names), size)]
+    return out
+
+
+class _Worker:
+    """A worker process's node views: one document per node, built on the node's first piece."""
+
+    def __init__(self) -> None:
+        self.views: dict[str, tuple] = {}
+
+    def walk(self, piece: Piece) -> dict:
+        from bokeh.document import Document
+
+        from kvviz.export.recipes import recipes
+        from kvviz.export.site import _link
+        from kvviz.lesson import Lesson
+
+        recipe = recipes()[piece.key]
+        if piece.key not in self.views:
+            import panel as pn
+
+            lesson = Lesson({})
+            doc = Document()
+            with page_config():  # (as the page is built: the same models, in the same order)
+                column = node_column(lesson, piece.key)
+                doc.add_root(pn.Column(column, sizing_mode="stretch_width", margin=0).get_root(doc))
+            view = next(m for m in doc.models if f"kv-recorded-{piece.key}" in (getattr(m, "css_classes", None) or []))
+            place = {m.id: i for i, m in enumerate(model_order(view))}
+            self.views[piece.key] = (lesson.states[piece.key], doc, place)
+        state, doc, place = self.views[piece.key]
+
+        def reset() -> None:
+            recipe.branches[recipe.default](state)
+
+        with page_config():
+            rec = record(doc, state, {name: recipe.branches[name] for name in piece.branches}, reset, _link(piece.key))
+        return {"props": [[place[mid], attr] for mid, attr in rec.props], "values": rec.values,
+                "branches": rec.branches, "steps": rec.steps, "links": rec.links,
+                "first": [rec.first[tuple(p)] for p in rec.props]}
+
+
+_WORKER: _Worker | None = None
+
+
+def walk_piece(piece: Piece) -> dict:
+    """Walk one piece in this process (a worker's task)."""
+    global _WORKER
+    if _WORKER is None:
+        import torch
+
+        torch.set_num_threads(1)
+        _WORKER = _Worker()
+    return _WORKER.walk(piece)
+
+
+def join(walks: list[dict]) -> tuple[Recording, list[list]]:
+    """The pieces of one node's walk (in their branches' order) as one recording, its properties
+    named by place: (recording with `props` as [place, name], those places)."""
+    stored = Values()
+    order: list[tuple[int, str]] = []
+    first: dict[tuple[int, str], int] = {}
+    for w in walks:  # every property any piece changed, and the value it had before the walks
+        for (place, attr), f in zip(w["props"], w["first"], strict=True):
+            prop = (place, attr)
+            value = stored.intern(w["values"][f])
+            if prop not in first:
+                order.append(prop)
+                first[prop] = value
+            elif first[prop] != value:
+                raise ValueError(f"the pieces of a walk began from different states: property {prop} differs")
+    rec = Recording(props=[list(p) for p in order], values=stored.values)
+    for w in walks:
+        mine = {(place, attr): i for i, (place, attr) in enumerate(w["props"])}
+        for name, rows in w["branches"].items():
+            rec.branches[name] = [[stored.intern(w["values"][row[mine[p]]]) if p in mine else first[p] for p in order]
+                                  for row in rows]
+            rec.steps[name] = w["steps"][name]
+            rec.links[name] = w["links"][name]
+    return rec, [list(p) for p in order]
+
+
+def procs() -> int:
+    """Worker processes: one per core (KVVIZ_RECORD_PROCS overrides; 1: walk here, no workers)."""
+    wanted = os.environ.get("KVVIZ_RECORD_PROCS", "")
+    return max(1, int(wanted)) if wanted.isdigit() else max(1, os.cpu_count() or 1)
+
+
+def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], None] = lambda d, t: None,
+             workers: int | None = None) -> dict[str, tuple[Recording, list[list]]]:
+    """Every node's walk (`branches_of`: node -> its branches, in order), made by `workers`
+    processes (default `procs()`); `on_done(done, total)` after each piece. Returns node ->
+    (recording, its places), as `join` makes them."""
+    todo = pieces(branches_of)
+    workers = min(workers or procs(), len(todo))
+    done: dict[int, dict] = {}
+    if workers <= 1:
+        for i, piece in enumerate(todo):
+            done[i] = walk_piece(piece)
+            on_done(len(done), len(todo))
+    else:
+        # (fork where there is one: the workers start with this process's imports; else spawn)
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            # (the last pieces first: a node's later branches are its longer ones)
+            running: dict[Future, int] = {pool.submit(walk_piece, todo[i]): i for i in reversed(range(len(todo)))}
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    done[running.pop(future)] = future.result()
+                    on_done(len(done), len(todo))
+    out = {}
+    for key in branches_of:
+        out[key] = join([done[i] for i, p in enumerate(todo) if p.key == key])
+    return out

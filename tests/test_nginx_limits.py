@@ -1,0 +1,131 @@
+"""`make class`'s nginx limits each address's live questions and hand-ins (deploy/nginx.conf.template,
+deploy/class_server.py: request_limits): rendered from kvviz/process/throttle.py's limits, accepted
+by `nginx -t`, and, run in front of a stand-in backend, answering 429 with the page's sentence and
+`Retry-After` without passing the refused request on."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from benchmarks.common import free_port
+from kvviz.process import throttle
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "deploy"))
+import class_server  # noqa: E402  (deploy/ is scripts, not a package)
+
+sys.path.pop(0)
+NGINX = class_server.find_nginx()
+needs_nginx = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (make class installs it)")
+
+
+def location(conf: str, name: str) -> str:
+    block = conf[conf.index(f"location {name} {{"):]
+    return block[: block.index("}")]
+
+
+def test_the_live_questions_and_hand_ins_are_limited_per_address_as_the_backends_limit_them(tmp_path):
+    main, _proxy = class_server.nginx_config(tmp_path, "0.0.0.0", 5006, [5100, 5101], ROOT, environ={})
+    per_minute = round(throttle.LIVE_RATE_PER_S * 60)
+    assert f"limit_req_zone $binary_remote_addr zone=kvviz_live:10m rate={per_minute}r/m;" in main
+    assert f"rate={round(throttle.HANDIN_RATE_PER_S * 60)}r/m;" in main and "limit_req_status 429;" in main
+    live = location(main, "= /lesson-live")
+    burst = throttle.LIVE_BURST
+    assert f"limit_req zone=kvviz_live burst={burst - 1 + class_server.LIVE_QUEUE} delay={burst - 1};" in live
+    assert "error_page 429 = @kvviz_slow_down;" in live and "proxy_pass http://kvviz_backends;" in live
+    assert "limit_req zone=kvviz_handin" in location(main, "= /lesson-handin")
+    # nginx's own refusal says what a backend's says, as JSON the page reads
+    said = location(main, "@kvviz_slow_down")  # (up to the JSON's first brace)
+    line = next(ln for ln in main[main.index("location @kvviz_slow_down {"):].splitlines() if "return 429" in ln)
+    body = line[line.index("'") + 1: line.rindex("'")]
+    refill_s = int(throttle.retry_after(1 / throttle.LIVE_RATE_PER_S))  # (the wait for the next one)
+    assert json.loads(body) == {"ok": False, "message": throttle.SLOW_DOWN, "retry_after_s": refill_s}
+    assert f"add_header Retry-After {refill_s} always;" in said
+
+
+def test_the_limits_follow_the_environment_and_the_backends_get_twice_the_burst(tmp_path):
+    main, _ = class_server.nginx_config(tmp_path, "0.0.0.0", 5006, [5100], ROOT,
+                                        environ={"KVVIZ_LIVE_RATE": "0.5", "KVVIZ_LIVE_BURST": "6"})
+    assert "zone=kvviz_live:10m rate=30r/m;" in main and "delay=5;" in location(main, "= /lesson-live")
+    off, _ = class_server.nginx_config(tmp_path, "0.0.0.0", 5006, [5100], ROOT, environ={"KVVIZ_LIVE_RATE": "0"})
+    assert "limit_req " not in location(off, "= /lesson-live")  # (a class behind one address may need it off)
+    env = class_server.backend_limits_env({"KVVIZ_LIVE_BURST": "4"})
+    assert env["KVVIZ_LIVE_BURST"] == "8" and float(env["KVVIZ_LIVE_RATE"]) == throttle.LIVE_RATE_PER_S
+    assert env["KVVIZ_HANDIN_BURST"] == str(2 * throttle.HANDIN_BURST)
+
+
+class StandIn(BaseHTTPRequestHandler):
+    """A backend that answers every request at once and counts them."""
+    seen: list[str] = []
+
+    def _answer(self) -> None:
+        if self.headers.get("Content-Length"):
+            self.rfile.read(int(self.headers["Content-Length"]))
+        StandIn.seen.append(self.path)
+        body = b'{"ok": true, "message": "answered"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def _send(url: str, post: bool = False) -> tuple[int, dict, dict]:
+    req = urllib.request.Request(url, data=b"{}" if post else None, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, dict(r.headers), json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), json.loads(e.read())
+
+
+@needs_nginx
+def test_nginx_answers_a_flood_429_with_the_sentence_and_passes_nothing_refused_on(tmp_path, monkeypatch):
+    backend = ThreadingHTTPServer(("127.0.0.1", free_port()), StandIn)
+    threading.Thread(target=backend.serve_forever, daemon=True).start()
+    monkeypatch.setattr(class_server, "LIVE_QUEUE", 0)  # (refused at once past the burst: nothing held)
+    monkeypatch.setattr(class_server, "HANDIN_QUEUE", 0)
+    port = free_port()
+    limits = {"KVVIZ_LIVE_RATE": "1", "KVVIZ_LIVE_BURST": "1", "KVVIZ_HANDIN_RATE": "1", "KVVIZ_HANDIN_BURST": "1"}
+    main, proxy = class_server.nginx_config(tmp_path, "127.0.0.1", port, [backend.server_address[1]], ROOT,
+                                            status_port=free_port(), environ=limits)
+    (tmp_path / "nginx.conf").write_text(main)
+    (tmp_path / "proxy.conf").write_text(proxy)
+    base = [NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"), "-e", str(tmp_path / "nginx-error.log")]
+    checked = subprocess.run([*base, "-t", "-q"], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    nginx = subprocess.Popen([*base, "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    StandIn.seen = []
+    try:
+        deadline = time.monotonic() + 30
+        while not class_server.port_open(port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        got = [_send(f"http://127.0.0.1:{port}/lesson-live?node=radix&n={i}") for i in range(6)]
+        posts = [_send(f"http://127.0.0.1:{port}/lesson-handin", post=True) for _ in range(6)]
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=30)
+        backend.shutdown()
+    assert got[0][0] == 200
+    refused = [g for g in got if g[0] == 429]
+    assert refused, [g[0] for g in got]  # (six at once from one address: one a second passes)
+    for _status, headers, answer in refused:
+        assert headers["Retry-After"] == "1" and answer["message"] == throttle.SLOW_DOWN and answer["ok"] is False
+    answered = sum(1 for g in got if g[0] == 200)
+    assert sum(1 for p in StandIn.seen if p.startswith("/lesson-live")) == answered  # (the refused: never passed on)
+    assert any(p[0] == 429 and p[2]["message"] == throttle.SLOW_DOWN_HANDIN for p in posts)

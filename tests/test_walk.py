@@ -1,0 +1,72 @@
+"""The recording's walks on every core (kvviz/export/walk.py): a node's branches walked in
+pieces, in worker processes, and joined, are the same states as one walk of them all."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kvviz.export import walk
+from kvviz.export.record import Recording
+
+MEASURED = re.compile(r"\d+(?:\.\d+)? ms")  # (node 03's prefill time: this machine's clock, not the same twice)
+
+
+def states(rec: Recording, places: list[list]) -> dict[str, list[dict]]:
+    """Each branch's states as {(place, property): value}: what the page plays, whatever the order
+    of the properties and values (a wall time measured in the walk left out)."""
+    def same(value):
+        return MEASURED.sub("… ms", value) if isinstance(value, str) else value
+
+    return {name: [{tuple(p): same(rec.values[i]) for p, i in zip(places, row, strict=True)} for row in rows]
+            for name, rows in rec.branches.items()}
+
+
+def test_pieces_cut_each_nodes_branches_in_order():
+    cut = walk.pieces({"fragmentation": [f"b{i}" for i in range(10)], "radix": ["s0", "s1"], "other": list("abc")})
+    assert [(p.key, p.branches) for p in cut] == [
+        ("fragmentation", ["b0", "b1", "b2", "b3"]), ("fragmentation", ["b4", "b5", "b6", "b7"]),
+        ("fragmentation", ["b8", "b9"]), ("radix", ["s0", "s1"]), ("other", ["a", "b"]), ("other", ["c"])]
+
+
+def test_join_refuses_pieces_that_began_from_different_states():
+    one = {"props": [[0, "text"]], "values": ["a"], "branches": {"x": [[0]]}, "steps": {"x": [0]}, "links": {"x": ""},
+           "first": [0]}
+    other = {**one, "values": ["b", "c"], "branches": {"y": [[1]]}, "steps": {"y": [0]}, "links": {"y": ""}}
+    with pytest.raises(ValueError, match="different states"):
+        walk.join([one, other])
+
+
+def test_join_fills_a_property_a_piece_never_changed_with_its_value_before():
+    one = {"props": [[0, "text"]], "values": ["before", "after"], "branches": {"x": [[1, 0]][:1]},
+           "steps": {"x": [3]}, "links": {"x": "q=1"}, "first": [0]}
+    other = {"props": [[2, "data"]], "values": ["old", "new"], "branches": {"y": [[1]]}, "steps": {"y": [5]},
+             "links": {"y": ""}, "first": [0]}
+    rec, places = walk.join([one, other])
+    assert states(rec, places) == {"x": [{(0, "text"): "after", (2, "data"): "old"}],
+                                   "y": [{(0, "text"): "before", (2, "data"): "new"}]}
+    assert rec.steps == {"x": [3], "y": [5]} and rec.links == {"x": "q=1", "y": ""}
+
+
+@pytest.mark.slow
+def test_a_node_walked_in_pieces_on_two_workers_is_the_same_as_one_walk(monkeypatch):
+    branches = {"radix": ["s0", "s1"]}
+    monkeypatch.setitem(walk.PIECE, "radix", 2)
+    whole = walk.walk_all(branches, workers=1)["radix"]
+    monkeypatch.setitem(walk.PIECE, "radix", 1)
+    seen = []
+    apart = walk.walk_all(branches, workers=2, on_done=lambda done, total: seen.append((done, total)))["radix"]
+    assert seen == [(1, 2), (2, 2)]
+    # (a walk holds the properties it saw changed; one that the other does not hold kept one value
+    # throughout: the value it had before, which the page has too)
+    one, other = states(*whole), states(*apart)
+    both = {tuple(p) for p in whole[1]} & {tuple(p) for p in apart[1]}
+    assert {n: [{p: v for p, v in s.items() if p in both} for s in ss] for n, ss in one.items()} == \
+           {n: [{p: v for p, v in s.items() if p in both} for s in ss] for n, ss in other.items()}
+    for walked in (one, other):
+        for prop in {p for ss in walked.values() for s in ss for p in s} - both:
+            assert len({repr(s[prop]) for ss in walked.values() for s in ss}) == 1, prop
+    assert apart[0].steps == whole[0].steps and apart[0].links == whole[0].links
+    assert len(whole[0].branches["s0"]) > 10  # (a real walk: a state per engine step)
+
