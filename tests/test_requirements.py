@@ -31,7 +31,8 @@ RECORDED = json.loads(RECORD.read_text())
 STALE = "the requirement files changed since tests/fixtures/wheels.json was made: run `python -m tools.wheels`"
 # Only the tests need these; none belongs in the lesson's own install.
 TEST_ONLY = {"pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "ruff", "playwright", "pytest-playwright",
-             "axe-playwright-python", "websockets", "safetensors", "import-linter", "mypy", "triton"}
+             "axe-playwright-python", "websockets", "safetensors", "import-linter", "mypy", "triton", "nbformat",
+             "nbclient", "nbconvert", "ipykernel"}
 
 
 def names(requirements) -> set[str]:

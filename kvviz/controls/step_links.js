@@ -3,6 +3,8 @@ export function render({ model }) {
   nav.className = "kv-steps";
   nav.setAttribute("aria-label", model.label);
   nav.innerHTML = model.items_html;
+  // (a notebook's frame, about:srcdoc, holds one node: the other nodes' pages are not there)
+  if (location.protocol === "about:") nav.style.display = "none";
   nav.addEventListener("click", (event) => {
     const link = event.target.closest("a[data-node]");
     if (!link) return;

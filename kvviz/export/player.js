@@ -93,6 +93,7 @@
   function writeUrl() {
     // (at most twice a second: browsers refuse a flood of history updates during Play)
     if (urlTimer !== null) return;
+    if (location.protocol === "about:") return; // (a notebook's frame, about:srcdoc: no address of its own to keep)
     urlTimer = setTimeout(() => {
       urlTimer = null;
       const node = new URLSearchParams(location.search).get("node");
