@@ -4,21 +4,14 @@ in order of arrival, each under its session's lock, with the event loop free in 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import time
 
 import panel as pn
+from async_support import run_async as arun
 from bokeh.document import Document
 
 from kvviz.process import build_queue
 from kvviz.process.build_queue import BuildQueue
-
-
-def arun(coro):
-    """`asyncio.run` on a thread of its own: in a test worker that has run Playwright's sync tests,
-    this thread already has a running event loop."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 class FakeSession:

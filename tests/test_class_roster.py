@@ -8,8 +8,7 @@ import json
 import multiprocessing as mp
 
 import pytest
-from tornado.testing import AsyncHTTPTestCase
-from tornado.web import Application
+from async_support import fetch_all
 
 from kvviz.handin import class_endpoint, class_state, classroom, roster
 from kvviz.handin.classroom import ClassState, Report, ReportError
@@ -194,48 +193,32 @@ def test_polls_read_the_store_at_most_once_per_memo_period(db):
 
 
 # -- over HTTP ------------------------------------------------------------------------------------
-class TestOverHTTP(AsyncHTTPTestCase):
-    def get_app(self):
-        routes = [(r"/lesson-report", class_endpoint.ReportHandler, {"nodes": NODES}),
-                  (r"/lesson-class", class_endpoint.ClassHandler, {"nodes": NODES})]
-        return Application(routes)
-
-    def setUp(self):
-        super().setUp()
-        self.mp = pytest.MonkeyPatch()
-        self.mp.setenv("KVVIZ_DB", str(self._tmp() / "class.db"))
-        self.mp.setenv("KVVIZ_TEACHER_KEY", KEY)
-        class_endpoint.MEMO.forget()
-        class_endpoint._ATTEMPTS.clear()
-
-    def _tmp(self):
-        import tempfile
-        from pathlib import Path
-        self._dir = getattr(self, "_dir", None) or tempfile.mkdtemp()
-        return Path(self._dir)
-
-    def tearDown(self):
-        self.mp.undo()
-        super().tearDown()
-
-    def test_a_page_without_the_passphrase_gets_403_and_the_poll_is_revalidated(self):
-        json_ = {"Content-Type": "application/json"}
-        r = self.fetch("/lesson-class", method="POST", body=b'{"command": "pause"}', headers=json_)
-        assert r.code == 403
-        form = self.fetch("/lesson-class", method="POST", body=b"command=pause",
-                          headers={"Authorization": f"Bearer {KEY}"})
-        assert form.code == 415  # (a cross-site form cannot send it)
-        first = self.fetch("/lesson-class")
-        assert first.code == 200 and first.headers["Cache-Control"] == "no-cache" and not json.loads(first.body)["paused"]
-        again = self.fetch("/lesson-class", headers={"If-None-Match": first.headers["Etag"]})
-        assert again.code == 304
-        ok = self.fetch("/lesson-class", method="POST", body=b'{"command": "pause"}',
-                        headers={**json_, "Authorization": f"Bearer {KEY}"})
-        assert ok.code == 200
-        after = self.fetch("/lesson-class", headers={"If-None-Match": first.headers["Etag"]})
-        assert after.code == 200 and json.loads(after.body)["paused"] is True
-        report = self.fetch("/lesson-report", method="POST", body=body(), headers=json_)
-        assert report.code == 200 and "token" in json.loads(report.body)
+def test_a_page_without_the_passphrase_gets_403_and_the_poll_is_revalidated(tmp_path, monkeypatch):
+    monkeypatch.setenv("KVVIZ_DB", str(tmp_path / "class.db"))
+    monkeypatch.setenv("KVVIZ_TEACHER_KEY", KEY)
+    class_endpoint.MEMO.forget()
+    class_endpoint._ATTEMPTS.clear()
+    routes = [(r"/lesson-report", class_endpoint.ReportHandler, {"nodes": NODES}),
+              (r"/lesson-class", class_endpoint.ClassHandler, {"nodes": NODES})]
+    json_ = {"Content-Type": "application/json"}
+    teacher = {**json_, "Authorization": f"Bearer {KEY}"}
+    refused, form, first = fetch_all(routes, [
+        ("POST", "/lesson-class", json_, b'{"command": "pause"}'),
+        ("POST", "/lesson-class", {"Authorization": f"Bearer {KEY}"}, b"command=pause"),
+        ("GET", "/lesson-class", {})])
+    assert refused.code == 403
+    assert form.code == 415  # (a cross-site form cannot send it)
+    assert first.code == 200 and first.headers["Cache-Control"] == "no-cache" and not json.loads(first.body)["paused"]
+    tag = {"If-None-Match": first.headers["Etag"]}
+    again, ok, after, report = fetch_all(routes, [
+        ("GET", "/lesson-class", tag),
+        ("POST", "/lesson-class", teacher, b'{"command": "pause"}'),
+        ("GET", "/lesson-class", tag),
+        ("POST", "/lesson-report", json_, body())])
+    assert again.code == 304
+    assert ok.code == 200
+    assert after.code == 200 and json.loads(after.body)["paused"] is True
+    assert report.code == 200 and "token" in json.loads(report.body)
 
 
 # -- the teacher's side, driven in Python ---------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import concurrent.futures
 import json
 import os
 import re
@@ -24,6 +23,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from async_support import run_async
 
 from benchmarks import classroom, common
 from benchmarks import classroom_protocol as bp
@@ -263,12 +263,6 @@ def test_a_backends_own_metrics_hold_its_cpu_and_memory():
 
 
 # -- a running class server ---------------------------------------------------------------------
-def run_async(coro):
-    """Run a coroutine to the end on a thread of its own: in a pytest process that has run
-    Playwright's sync tests, this thread already has a running event loop."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
 
 
 def _nginx() -> str | None:

@@ -4,10 +4,10 @@ which address a request is counted against, and the lesson's routes answering 42
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
+from async_support import fetch_all
 
 from kvviz.process import throttle
 from kvviz.process.throttle import Buckets, TokenBucket, client_address, trusted_proxies
@@ -103,27 +103,7 @@ def routes(monkeypatch, tmp_path):
 
 def _ask(routes, requests: list[tuple[str, str, dict]]) -> list:
     """Each (method, path, headers) sent in turn to a server of the lesson's routes on loopback."""
-    from tornado.httpclient import AsyncHTTPClient, HTTPRequest
-    from tornado.httpserver import HTTPServer
-    from tornado.testing import bind_unused_port
-    from tornado.web import Application
-
-    async def go():
-        sock, port = bind_unused_port()
-        server = HTTPServer(Application(routes.ROUTES))
-        server.add_sockets([sock])
-        client = AsyncHTTPClient(force_instance=True)
-        out = []
-        try:
-            for method, path, headers in requests:
-                body = b"{}" if method == "POST" else None
-                out.append(await client.fetch(HTTPRequest(f"http://127.0.0.1:{port}{path}", method=method, body=body,
-                                                          headers=headers), raise_error=False))
-        finally:
-            client.close()
-            server.stop()
-        return out
-    return asyncio.run(go())
+    return fetch_all(routes.ROUTES, requests)
 
 
 def test_a_live_question_past_the_burst_is_answered_429_with_retry_after_and_the_sentence(routes, monkeypatch):
