@@ -6,6 +6,7 @@ Every node comes from the registry (kvviz/nodes/__init__.py).
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
 
 import panel as pn
@@ -79,8 +80,19 @@ def link_notice_html(notices: list[str]) -> str:
     return f'<div class="kv-url-notice" role="alert"><b>About this link:</b><ul>{items}</ul></div>'
 
 
+def recording_html(line: str | None) -> str:
+    """The line the live page shows while the server makes the recorded lesson (none after)."""
+    if not line:
+        return ""
+    return f'<p class="kv-recording-progress" role="status">{html.escape(line)}</p>'
+
+
 class Lesson:
-    def __init__(self, args: dict[str, list] | None = None):
+    def __init__(self, args: dict[str, list] | None = None, recording: Callable[[], str | None] | None = None):
+        """`args`: the page's query (its link's state). `recording`: what the server is recording,
+        in a sentence (None when nothing: the recorded lesson is ready), shown at the top of the
+        page and read again every 2 s until it is None (app.py hands it kvviz/export/cache.py's)."""
+        self.recording = recording
         self.url = urlstate.parse(args or {})
         self.states: dict = {}
         for n in NODES:
@@ -134,8 +146,23 @@ class Lesson:
             self._slots[key] = slot
         return self._slots[key]
 
-    def _notice_pane(self) -> pn.pane.HTML:
-        return LiveHTML(link_notice_html(self.link_notices), sizing_mode="stretch_width")
+    def _notice_pane(self) -> pn.Column:
+        """The page's notices: what its link could not restore, and while the server records the
+        lesson, how far it has got (kept current)."""
+        link = LiveHTML(link_notice_html(self.link_notices), sizing_mode="stretch_width")
+        line = self.recording() if self.recording is not None else None
+        if not line:
+            return pn.Column(link, sizing_mode="stretch_width", margin=0)
+        self.progress = LiveHTML(recording_html(line), sizing_mode="stretch_width")
+        self._progress_timer = pn.state.add_periodic_callback(self.refresh_progress, period=2000)
+        return pn.Column(link, self.progress, sizing_mode="stretch_width", margin=0)
+
+    def refresh_progress(self) -> None:
+        """Read the recording's progress again (every 2 s while it is made); gone when it is done."""
+        now = self.recording()
+        self.progress.object = recording_html(now)
+        if not now:
+            self._progress_timer.stop()
 
     def node_page(self, key: str) -> pn.Column:
         """One node alone, no template chrome (for an iframe)."""

@@ -12,6 +12,7 @@ wait for it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -127,6 +128,25 @@ def progress_line(facts: dict) -> str:
     """One line for a terminal or a page: "recording node 02 · PagedAttention… 25% (part 2 of 4)"."""
     done, total = int(facts.get("done", 0)), max(int(facts.get("total", 1)), 1)
     return f"recording {facts.get('what', 'the lesson')}… {100 * done // total}% (part {min(done + 1, total)} of {total})"
+
+
+@functools.cache
+def served_key() -> str:
+    """This process's `key()`, computed once (it reads every source file)."""
+    return key()
+
+
+def recording_line(root: Path | None = None, k: str | None = None) -> str | None:
+    """What the live page says while the recording is being made ("recording node 02 ·
+    PagedAttention… 25% (part 2 of 4): ..."); None when it is ready or none is being made."""
+    k = k or served_key()
+    if ready(root, k) is not None:
+        return None
+    facts = progress(root, k)
+    if facts is None:
+        return None
+    return (f"The server is making the recorded lesson, {progress_line(facts)}. This page runs live "
+            f"meanwhile; the recorded one opens at the lesson's address when it is ready.")
 
 
 def precompress(folder: Path) -> int:
