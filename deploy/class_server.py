@@ -386,6 +386,8 @@ class ClassServer:
         env["PYTHONUNBUFFERED"] = "1"
         env["KVVIZ_DB"] = str(class_db(env))  # one file for every backend, wherever it runs from
         env.update(backend_limits_env(env))  # (nginx paces each address first: the backends' own limits are wider)
+        if len(self.ports) > 1 or a.backends_only:  # (the teacher page says its class cache is this backend's)
+            env["KVVIZ_BACKENDS"] = str(len(self.ports))
         if not a.backends_only:  # (the teacher page shows it in large type: the address students open)
             env["KVVIZ_STUDENT_URL"] = student_urls(a.address, a.port)[0]
         apps = tuple(app for app in APPS if (self.app_root / app).is_file())

@@ -29,7 +29,7 @@ import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import torch
 from tornado.ioloop import IOLoop
@@ -39,6 +39,7 @@ from kvviz.export import cache, live
 from kvviz.handin.class_endpoint import ClassHandler, ReportHandler
 from kvviz.handin.endpoint import HandInHandler
 from kvviz.nodes import KEYS as NODE_KEYS
+from kvviz.nodes.radix.class_cache import class_cache, question_in
 from kvviz.process import throttle
 
 KEY = cache.key()
@@ -137,7 +138,12 @@ ANSWERING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-live")
 def _answer(folder, query: str) -> tuple[int, bytes, float]:
     started = time.perf_counter()
     status, body = _service(folder).answer(query)
-    return status, body, time.perf_counter() - started
+    compute = time.perf_counter() - started
+    pairs = parse_qsl(query)
+    if status == 200 and ("node", "radix") in pairs and (question := question_in(pairs)):
+        # (the class's own cache, for the teacher's projector: asked after this answer is sent, on this thread)
+        ANSWERING.submit(lambda: class_cache().ask(question))
+    return status, body, compute
 
 
 _SERVICES: dict[str, live.Service] = {}

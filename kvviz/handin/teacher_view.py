@@ -52,6 +52,8 @@ class TeacherPage(pn.viewable.Viewer):
     unlocked = param.Boolean(default=False, doc="the passphrase was typed in this session")
     reveal = param.Boolean(default=False, doc="the class pulse shows the engine's answers")
     pulse_only = param.Boolean(default=False, doc="only the class pulse is shown (for the projector)")
+    projector = param.List(default=[], doc="more sections for the projector, shown once the class is open "
+                           "(teacher.py: the class's own cache)")
     outline = param.Parameter(default=(), doc="every node's (key, number, title), in page order (teacher.py: the "
                           "registry's): the roster's columns, what may be paced or followed")
 
@@ -137,7 +139,8 @@ class TeacherPage(pn.viewable.Viewer):
             self._layout.objects[0], self.classroom,
             pn.FlexBox(self.reveal_button, self.only_button, flex_wrap="wrap", sizing_mode="stretch_width",
                        css_classes=["kv-p-tools"]),
-            self.pulse, self.details, pn.pane.HTML(VLLM_HINT_HTML, sizing_mode="stretch_width"),
+            self.pulse, *[section() for section in self.projector], self.details,
+            pn.pane.HTML(VLLM_HINT_HTML, sizing_mode="stretch_width"),
         ]
         self.refresh(force=True)
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
