@@ -22,7 +22,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from benchmarks.common import free_port
+from tools.browser import free_port
 
 SUPERUSER = "kvviz_test"
 HOSTS = ("127.0.0.1", "127.0.0.2")

@@ -28,7 +28,7 @@ from async_support import run_async
 from benchmarks import classroom, common
 from benchmarks import classroom_protocol as bp
 from benchmarks.classroom_server import StartedServer, read_state
-from benchmarks.common import free_port
+from tools.browser import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy"))

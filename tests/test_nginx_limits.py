@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.common import free_port
 from kvviz.process import throttle
+from tools.browser import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy"))

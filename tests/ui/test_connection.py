@@ -8,8 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from benchmarks.common import free_port
-from tools.browser import Server
+from tools.browser import Server, free_port
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 

@@ -13,10 +13,9 @@ import urllib.request
 import pytest
 from playwright.sync_api import expect
 
-from benchmarks.common import free_port
 from kvviz.lesson import STYLESHEET_URL
 from kvviz.web import stylesheet
-from tools.browser import ROOT
+from tools.browser import ROOT, free_port
 
 pytestmark = pytest.mark.ui
 
