@@ -18,7 +18,8 @@ def run_async(coro):
 
 def fetch_all(routes: list, requests: list[tuple]) -> list:
     """Serve `routes` (a Tornado application's) on a free loopback port and send each request in
-    turn: (method, path, headers[, body]). Returns the responses (errors included, not raised)."""
+    turn: (method, path, headers[, body]). Returns the responses (errors and redirects included: not
+    raised, not followed)."""
     from tornado.httpclient import AsyncHTTPClient, HTTPRequest
     from tornado.httpserver import HTTPServer
     from tornado.testing import bind_unused_port
@@ -34,7 +35,7 @@ def fetch_all(routes: list, requests: list[tuple]) -> list:
             for method, path, headers, *rest in requests:
                 body = rest[0] if rest else (b"{}" if method == "POST" else None)
                 out.append(await client.fetch(HTTPRequest(f"http://127.0.0.1:{port}{path}", method=method, body=body,
-                                                          headers=headers), raise_error=False))
+                                                          headers=headers, follow_redirects=False), raise_error=False))
         finally:
             client.close()
             server.stop()

@@ -3,6 +3,7 @@
     /                 the lesson: the recordings of this server's engine (/lesson/), played in the
                       browser; until they are made (a minute after the first start), the live /app
     /?node=paging     one node (/lesson/paging.html), with any state from its link
+    /?node=explain    the whole lesson at Explain it back (/lesson/#explain), with the link's state
     /lesson/...       the recorded pages and their libraries, as static, cacheable files
     /lesson-status    JSON: whether the recordings are ready, and their key
     /lesson-handin    POST: a hand-in from the recorded lesson (kvviz/handin/endpoint.py)
@@ -63,6 +64,10 @@ class LessonRoot(RequestHandler):
         query = urlencode([(k, v.decode("utf-8", "replace")) for k, v in args])
         folder = cache.ready(k=KEY)
         node = self.get_query_argument("node", "")
+        if folder is not None and node == "explain":  # (Explain it back is on the whole lesson's page: there)
+            rest = urlencode([(k, v) for k, v in parse_qsl(query) if k != "node"])
+            self.redirect(f"lesson/?{rest}#explain" if rest else "lesson/#explain")
+            return
         if folder is None or (node and node not in _recorded_nodes(folder)):
             self.redirect(f"app?{query}" if query else "app")
             return

@@ -449,3 +449,18 @@ def test_add_request_at_a_step_before_the_runs_end_is_added_there_as_live(page, 
     expect(page.locator('.kv-step[data-node="paging"] b')).to_have_text(str(live.step_count), timeout=LIVE_MS)
     asked = [u for u in traffic["requests"] if "/lesson-live?" in u]
     assert len(asked) == 1 and "to=" in asked[0] and "act=do-add_request" in asked[0]
+
+
+def test_a_link_to_explain_it_back_opens_the_recorded_lesson_there_with_its_state(page, recorded):
+    """`/?node=explain` (the card's and a course page's link): the whole recorded lesson, at
+    Explain it back, the link's state kept (not the live /app)."""
+    page.goto(recorded + "?node=explain&reserve=12")
+    expect(page).to_have_url(re.compile(r"/lesson/\?reserve=12#explain$"))
+    for key in ("Fragmentation", "Paging", "Radix"):
+        page.wait_for_function(f"document.documentElement.dataset.kvReady{key} === '1'")
+    section = page.locator(".kv-recorded-explain").first
+    page.wait_for_function("""() => { const el = document.querySelector('.kv-node-explain') ||
+        [...document.querySelectorAll('*')].map((e) => e.shadowRoot && e.shadowRoot.querySelector('.kv-node-explain')).find(Boolean);
+        return el && Math.abs(el.getBoundingClientRect().top) < 40; }""", timeout=15_000)
+    expect(section).to_be_in_viewport()
+    assert "reserve=12" in page.url
