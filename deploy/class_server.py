@@ -222,6 +222,7 @@ def backend_command(port: int, origins: list[str], session_lifetime_ms: int, che
     cmd = [sys.executable, "-m", "panel", "serve", *apps, "--port", str(port), "--address", address,
            "--num-procs", "1", "--static-dirs", "assets=./assets", "--use-xheaders",
            "--plugins", "kvviz.export.routes",  # (/: the recorded lesson, played in the browser)
+           "--setup", "on_start.py",  # (its recording begun at the backend's start)
            "--unused-session-lifetime", str(session_lifetime_ms),
            "--check-unused-sessions", str(check_sessions_ms)]
     for origin in origins:

@@ -48,11 +48,11 @@ def lesson_argv(port: int = DEFAULT_PORT, address: str = "localhost", procs: int
                 python: str = sys.executable) -> list[str]:
     """The `panel serve` command line that serves the lesson (run from the checkout's root):
     app.py at / and /app, the teacher page at /teacher, assets/ at /assets, the recorded lesson's
-    routes (kvviz.export.routes)."""
+    routes (kvviz.export.routes), whose recording begins at the start (on_start.py)."""
     allow = allow if allow is not None else default_allow(address, port)
     return [python, "-m", "panel", "serve", "app.py", "teacher.py", "--port", str(port), "--address", address,
             "--num-procs", str(procs), "--allow-websocket-origin", allow, "--static-dirs", "assets=./assets",
-            "--plugins", "kvviz.export.routes"]
+            "--plugins", "kvviz.export.routes", "--setup", "on_start.py"]
 
 
 def students_url(address: str, port: int) -> str:

@@ -19,6 +19,7 @@ Results are shared, never the engines: each timeline owns its engine and its che
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -40,20 +41,21 @@ class Op:
 CHECKPOINT_EVERY = 32  # operations between checkpoints
 # Whether a computed operation also keeps its state's snapshot at once (the static recording
 # walks every state back from a settled end: with each snapshot kept on the way there, no step
-# back runs the engine). Off by default: a live session asks only for the snapshots it shows.
-EAGER_SNAPSHOTS = False
+# back runs the engine). Off by default: a live session asks only for the snapshots it shows. A
+# context variable: a server's answering thread walks while its event loop serves live sessions.
+EAGER_SNAPSHOTS: contextvars.ContextVar[bool] = contextvars.ContextVar("eager_snapshots", default=False)
 MAX_CHECKPOINTS = 8  # per timeline: at most a few MB of KV each
 
 
 @contextlib.contextmanager
 def eager_snapshots() -> Iterator[None]:
-    """Within: every operation computed keeps its snapshot in the memo (see EAGER_SNAPSHOTS)."""
-    global EAGER_SNAPSHOTS
-    before, EAGER_SNAPSHOTS = EAGER_SNAPSHOTS, True
+    """Within (in this thread or task): every operation computed keeps its snapshot in the memo
+    (see EAGER_SNAPSHOTS)."""
+    token = EAGER_SNAPSHOTS.set(True)
     try:
         yield
     finally:
-        EAGER_SNAPSHOTS = before
+        EAGER_SNAPSHOTS.reset(token)
 
 
 def _chain(digest: int, op: Op) -> int:
@@ -132,7 +134,7 @@ class Timeline:
             result = self._run(op)
             if op.kind == "step" and not result:
                 return result  # nothing could run: the engine is unchanged, so nothing is recorded
-            known = Outcome(result, engine.has_unfinished(), engine.snapshot() if EAGER_SNAPSHOTS else None)
+            known = Outcome(result, engine.has_unfinished(), engine.snapshot() if EAGER_SNAPSHOTS.get() else None)
             MEMO.put(key, known)
             self.ops.append(op)
             self._ran(self.ops)

@@ -28,7 +28,7 @@ def test_before_the_recording_every_link_opens_the_live_lesson(routes):
 
 
 def test_with_the_recording_a_link_opens_its_recorded_page_and_explain_it_back_the_whole_lesson(routes, tmp_path):
-    folder = tmp_path / "recordings" / routes.KEY
+    folder = tmp_path / "recordings" / routes.cache.served_key()
     folder.mkdir(parents=True)
     for name in ("index", "fragmentation", "paging", "radix"):
         (folder / f"{name}.html").write_text("<html></html>")
@@ -37,3 +37,22 @@ def test_with_the_recording_a_link_opens_its_recorded_page_and_explain_it_back_t
     assert where(routes, "/?node=explain&reserve=12") == "lesson/?reserve=12#explain"
     assert where(routes, "/?node=explain") == "lesson/#explain"
     assert where(routes, "/?node=vllm") == "app?node=vllm"  # (node 04 watches a live vLLM: /app)
+
+
+def test_importing_the_routes_starts_nothing(tmp_path):
+    """No recording, no thread, no hashing of the sources at import: `start()` (Panel's --setup
+    on_start.py, or the first request) does that."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    check = ("import threading, kvviz.export.routes as r, kvviz.export.cache as c; "
+             "assert r.RECORDER == [], r.RECORDER; "
+             "assert not any(t.name == 'kvviz-live-warm' for t in threading.enumerate()); "
+             "assert c.served_key.cache_info().currsize == 0; print('quiet')")
+    env = {k: v for k, v in os.environ.items() if k != "KVVIZ_RECORDINGS"} | {"KVVIZ_CACHE": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", check], cwd=Path(__file__).resolve().parents[1], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "quiet" in done.stdout, done.stderr[-2000:]
+    assert not (tmp_path / "recordings").exists()

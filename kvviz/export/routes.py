@@ -15,8 +15,9 @@
                       (kvviz/export/live.py); a client asking too fast: 429, "slow down"
                       (kvviz/process/throttle.py, as /lesson-handin)
 
-Importing this module starts the recording (kvviz/export/cache.py) in a child process if this
-code has none yet. Scripted actions on the recorded pages never reach the server; what no
+Importing this module does nothing more: `start()` begins the recording (kvviz/export/cache.py) in
+a child process if this code has none yet, at the server's start (Panel's `--setup on_start.py`,
+which the launchers pass) or else at its first request. Scripted actions on the recorded pages never reach the server; what no
 recording holds runs on this server's engine: a typed prompt or question, Release oldest, Fill
 the pool (/lesson-live, played in the page); Explain it back and node 04 (live at /app).
 """
@@ -43,12 +44,6 @@ from kvviz.nodes import KEYS as NODE_KEYS
 from kvviz.nodes.radix.class_cache import class_cache, question_in
 from kvviz.process import throttle
 
-KEY = cache.key()
-
-# This server's engines (live answers, each /app session's) compute on one thread each: a model this
-# small gains nothing from more, threads that wait for each other under load cost 4x (a live answer
-# 0.35 s on one thread, 1.5 s on two with other work running), and a class server runs a backend per core.
-torch.set_num_threads(1)
 NODE_RE = re.compile(r"^[a-z]{1,20}$")
 
 
@@ -60,9 +55,10 @@ class LessonRoot(RequestHandler):
     """`/`: the recorded lesson when it is ready, else the live one; a link's state goes along."""
 
     def get(self) -> None:
+        start()
         args = [(k, v) for k, vs in self.request.query_arguments.items() for v in vs]
         query = urlencode([(k, v.decode("utf-8", "replace")) for k, v in args])
-        folder = cache.ready(k=KEY)
+        folder = cache.ready(k=cache.served_key())
         node = self.get_query_argument("node", "")
         if folder is not None and node == "explain":  # (Explain it back is on the whole lesson's page: there)
             rest = urlencode([(k, v) for k, v in parse_qsl(query) if k != "node"])
@@ -82,12 +78,13 @@ class LessonFiles(StaticFileHandler):
         super().initialize(path=str(cache.cache_root()), default_filename="index.html")
 
     async def get(self, path: str, include_body: bool = True) -> None:
-        if cache.ready(k=KEY) is None:
+        start()
+        if cache.ready(k=cache.served_key()) is None:
             node = path.removesuffix(".html")
             query = self.request.query + (f"&node={node}" if NODE_RE.match(node) and node != "index" else "")
             self.redirect(f"../app?{query.lstrip('&')}")
             return
-        await super().get(f"{KEY}/{path}", include_body)
+        await super().get(f"{cache.served_key()}/{path}", include_body)
 
     def set_extra_headers(self, path: str) -> None:
         # Pages are revalidated (a new recording replaces them); the libraries carry versions.
@@ -97,13 +94,14 @@ class LessonFiles(StaticFileHandler):
 
 class LessonStatus(RequestHandler):
     def get(self) -> None:
+        start()
         self.set_header("Content-Type", "application/json")
         self.set_header("Cache-Control", "no-store")
-        folder = cache.ready(k=KEY)
+        folder = cache.ready(k=cache.served_key())
         # warm: this process's engine is ready for what no recording holds (its frames built)
         warm = folder is not None and str(folder) in _SERVICES and _SERVICES[str(folder)].warmed()
-        facts = None if folder is not None else cache.progress(k=KEY)  # (the recording in progress)
-        self.write(json.dumps({"ready": folder is not None, "key": KEY, "warm": warm, "progress": facts}))
+        facts = None if folder is not None else cache.progress(k=cache.served_key())  # (the recording in progress)
+        self.write(json.dumps({"ready": folder is not None, "key": cache.served_key(), "warm": warm, "progress": facts}))
 
 
 class LessonLive(RequestHandler):
@@ -116,9 +114,10 @@ class LessonLive(RequestHandler):
     async def get(self) -> None:
         if throttle.refused(self, throttle.LIVE, throttle.SLOW_DOWN):
             return
+        start()
         self.set_header("Content-Type", "application/json")
         self.set_header("Cache-Control", "no-store")
-        folder = cache.ready(k=KEY)
+        folder = cache.ready(k=cache.served_key())
         if folder is None:
             status, body, compute = 503, live.gz({"ok": False, "message": "The server is still recording the lesson: try again in a minute."}), 0.0
         else:
@@ -172,9 +171,27 @@ ROUTES = [
     (r"/lesson-live", LessonLive, {}),  # (what no recording holds, run here, played in the page)
 ]
 
-# (None when this code's recording is there already, or KVVIZ_RECORDINGS=off: a server for tests
-# that need no recording; / then always opens the live lesson until one is made)
-RECORDER = None if os.environ.get("KVVIZ_RECORDINGS") == "off" else cache.start_in_background()
+_STARTED = threading.Lock()
+RECORDER: list = []  # (the recording's child process, once started; none when it was there already)
+
+
+def start() -> None:
+    """What a server of these routes runs once, at its start (Panel's `--setup`:
+    kvviz/export/on_start.py, which the launchers pass) or else at its first request: the
+    recording in a child process unless this code's is there (or KVVIZ_RECORDINGS=off, a server for
+    tests that need none: / then opens the live lesson until one is made), and a thread that builds
+    this process's live frames once it is. Nothing of it happens at import."""
+    if not _STARTED.acquire(blocking=False):
+        return  # (started already, or starting)
+    # This server's engines (live answers, each /app session's) compute on one thread each: a model
+    # this small gains nothing from more, threads that wait for each other under load cost 4x (a live
+    # answer 0.35 s on one thread, 1.5 s on two with other work running), and a class server runs a
+    # backend per core.
+    torch.set_num_threads(1)
+    if os.environ.get("KVVIZ_RECORDINGS") == "off":
+        return
+    RECORDER.append(cache.start_in_background())
+    threading.Thread(target=_warm_when_recorded, name="kvviz-live-warm", daemon=True).start()
 
 
 def _warm_when_recorded(poll_s: float = 2.0, give_up_s: float = 3600) -> None:
@@ -182,13 +199,10 @@ def _warm_when_recorded(poll_s: float = 2.0, give_up_s: float = 3600) -> None:
     engine: a second or two each), one node per turn of the event loop, so that the first
     question does not wait for them."""
     deadline = time.monotonic() + give_up_s
-    while (folder := cache.ready(k=KEY)) is None:
+    while (folder := cache.ready(k=cache.served_key())) is None:
         if time.monotonic() > deadline:
             return
         time.sleep(poll_s)
     for key in live.Service.keys(folder):
         ANSWERING.submit(lambda k=key: _service(folder).warm(k))  # (between answers, on their thread)
 
-
-if os.environ.get("KVVIZ_RECORDINGS") != "off":
-    threading.Thread(target=_warm_when_recorded, name="kvviz-live-warm", daemon=True).start()
