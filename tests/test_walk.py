@@ -30,22 +30,14 @@ def test_pieces_cut_each_nodes_branches_in_order():
         ("fragmentation", ["b8", "b9"]), ("radix", ["s0", "s1"]), ("other", ["a", "b"]), ("other", ["c"])]
 
 
-def test_join_refuses_pieces_that_began_from_different_states():
-    one = {"props": [[0, "text"]], "values": ["a"], "branches": {"x": [[0]]}, "steps": {"x": [0]}, "links": {"x": ""},
-           "first": [0]}
-    other = {**one, "values": ["b", "c"], "branches": {"y": [[1]]}, "steps": {"y": [0]}, "links": {"y": ""}}
-    with pytest.raises(ValueError, match="different states"):
-        walk.join([one, other])
-
-
 def test_join_fills_a_property_a_piece_never_changed_with_its_value_before():
-    one = {"props": [[0, "text"]], "values": ["before", "after"], "branches": {"x": [[1, 0]][:1]},
-           "steps": {"x": [3]}, "links": {"x": "q=1"}, "first": [0]}
-    other = {"props": [[2, "data"]], "values": ["old", "new"], "branches": {"y": [[1]]}, "steps": {"y": [5]},
-             "links": {"y": ""}, "first": [0]}
+    one = {"props": [[0, "text"]], "values": ["before", "after"], "branches": {"x": [[1]]},
+           "steps": {"x": [3]}, "links": {"x": "q=1"}, "before": {"2.data": "old"}}
+    other = {"props": [[2, "data"]], "values": ["new"], "branches": {"y": [[0]]}, "steps": {"y": [5]},
+             "links": {"y": ""}, "before": {"0.text": "its own"}}
     rec, places = walk.join([one, other])
     assert states(rec, places) == {"x": [{(0, "text"): "after", (2, "data"): "old"}],
-                                   "y": [{(0, "text"): "before", (2, "data"): "new"}]}
+                                   "y": [{(0, "text"): "its own", (2, "data"): "new"}]}
     assert rec.steps == {"x": [3], "y": [5]} and rec.links == {"x": "q=1", "y": ""}
 
 

@@ -43,8 +43,6 @@ class Recording:
     branches: dict[str, list[list[int]]] = field(default_factory=dict)  # key -> states -> value index per prop
     steps: dict[str, list[int]] = field(default_factory=dict)  # key -> the engine step count of each state
     links: dict[str, str] = field(default_factory=dict)  # key -> the live link's query for its settled end
-    # prop -> the index of its value before the walk (a state that never changed it has that); not written
-    first: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"props": self.props, "values": self.values, "branches": self.branches, "steps": self.steps,
@@ -211,7 +209,7 @@ def record(doc: Document, state, branches: dict[str, Setup], reset: Callable[[],
             spans[key] = (at, len(rows.rows))
     finally:
         reader.close()
-    rec = Recording(props=[list(p) for p in rows.order], values=stored.values, links=links, first=rows.first)
+    rec = Recording(props=[list(p) for p in rows.order], values=stored.values, links=links)
     for key, (a, b) in spans.items():
         rec.branches[key] = rows.rows[a:b][::-1]  # (start to end)
         rec.steps[key] = rows.steps[a:b][::-1]

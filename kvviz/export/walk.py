@@ -7,8 +7,9 @@ the node's default state and goes back to it. So the walks are cut into pieces (
 and some of its branches), each piece is walked by a worker process in a document of its own
 holding only that node's view, and the pieces of a node are joined (`join`). A worker names each
 property by its model's place in the node's `model_order` (the same in every process, as the live
-frames use it) and says, for each, the value it had before the walk: a property that one piece
-never changes held that value in every state of that piece.
+frames use it) and says the value each property had before its walk: a property that one piece
+never changes held that value in every state of that piece (its own process's: a measured time,
+such as node 03's prefill time, is the walking process's).
 
 `walk_all` returns each node's `Walked`, which the page writer reuses as it reuses a served
 recording's walks (kvviz/export/site.py).
@@ -23,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass
 
 from kvviz.export.page_models import model_order, node_column, page_config, state_link
-from kvviz.export.record import Recording, Values, record
+from kvviz.export.record import Recording, Values, initial_values, record
 
 # Branches per piece, by node: a piece is a few seconds of one core (node 01's 32 branches are
 # short; node 02's are long, and longer the more requests they add).
@@ -75,11 +76,17 @@ class _Worker:
         def reset() -> None:
             recipe.branches[recipe.default](state)
 
+        # every property of the node's models before this piece's walk: a state of the piece that
+        # did not change one had this value (measured ones, such as node 03's prefill time, are
+        # this process's own: each piece is true to the process that walked it)
+        models = {m.id: m for m in doc.models if m.id in place}
+        before = {f"{place[mid]}.{attr}": v for (mid, attr), v in initial_values(models.values()).items()}
         with page_config():
             rec = record(doc, state, {name: recipe.branches[name] for name in piece.branches}, reset, state_link(piece.key))
+        changed = {f"{place[mid]}.{attr}" for mid, attr in rec.props}
         return {"props": [[place[mid], attr] for mid, attr in rec.props], "values": rec.values,
                 "branches": rec.branches, "steps": rec.steps, "links": rec.links,
-                "first": [rec.first[tuple(p)] for p in rec.props]}
+                "before": {k: v for k, v in before.items() if k not in changed}}
 
 
 _WORKER: _Worker | None = None
@@ -98,28 +105,37 @@ def walk_piece(piece: Piece) -> dict:
 
 def join(walks: list[dict]) -> tuple[Recording, list[list]]:
     """The pieces of one node's walk (in their branches' order) as one recording, its properties
-    named by place: (recording with `props` as [place, name], those places)."""
+    named by place: (recording with `props` as [place, name], those places). A property one piece
+    changed and another did not holds, in the other's states, the value it had there before."""
     stored = Values()
     order: list[tuple[int, str]] = []
-    first: dict[tuple[int, str], int] = {}
-    for w in walks:  # every property any piece changed, and the value it had before the walks
-        for (place, attr), f in zip(w["props"], w["first"], strict=True):
-            prop = (place, attr)
-            value = stored.intern(w["values"][f])
-            if prop not in first:
-                order.append(prop)
-                first[prop] = value
-            elif first[prop] != value:
-                raise ValueError(f"the pieces of a walk began from different states: property {prop} differs")
+    seen: set[tuple[int, str]] = set()
+    for w in walks:  # every property any piece changed, in the order first changed
+        for place, attr in w["props"]:
+            if (place, attr) not in seen:
+                seen.add((place, attr))
+                order.append((place, attr))
     rec = Recording(props=[list(p) for p in order], values=stored.values)
     for w in walks:
         mine = {(place, attr): i for i, (place, attr) in enumerate(w["props"])}
+        held = {p: stored.intern(w["before"][f"{p[0]}.{p[1]}"]) for p in order if p not in mine}
         for name, rows in w["branches"].items():
-            rec.branches[name] = [[stored.intern(w["values"][row[mine[p]]]) if p in mine else first[p] for p in order]
+            rec.branches[name] = [[stored.intern(w["values"][row[mine[p]]]) if p in mine else held[p] for p in order]
                                   for row in rows]
             rec.steps[name] = w["steps"][name]
             rec.links[name] = w["links"][name]
     return rec, [list(p) for p in order]
+
+
+def _context():
+    """How worker processes start: from a fork server where there is one (a clean process that has
+    imported the lesson once, then forks each worker: quick, and safe whatever threads this
+    process runs; a plain fork of a process with threads can deadlock its child), else spawned."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["torch", "panel", "kvviz.export.walk", "kvviz.export.recipes", "kvviz.lesson"])
+        return context
+    return multiprocessing.get_context("spawn")
 
 
 def procs() -> int:
@@ -131,7 +147,7 @@ def procs() -> int:
 def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], None] = lambda d, t: None,
              workers: int | None = None) -> dict[str, tuple[Recording, list[list]]]:
     """Every node's walk (`branches_of`: node -> its branches, in order), made by `workers`
-    processes (default `procs()`); `on_done(done, total)` after each piece. Returns node ->
+    processes (default `procs()`; started by `_context()`); `on_done(done, total)` after each piece. Returns node ->
     (recording, its places), as `join` makes them."""
     todo = pieces(branches_of)
     workers = min(workers or procs(), len(todo))
@@ -141,10 +157,7 @@ def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], No
             done[i] = walk_piece(piece)
             on_done(len(done), len(todo))
     else:
-        # (fork where there is one: the workers start with this process's imports; else spawn)
-        methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
             # (the last pieces first: a node's later branches are its longer ones)
             running: dict[Future, int] = {pool.submit(walk_piece, todo[i]): i for i in reversed(range(len(todo)))}
             while running:
