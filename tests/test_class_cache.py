@@ -43,7 +43,8 @@ def test_the_projector_view_waits_for_a_question_then_draws_the_tree_and_cards()
     cache.ask("<b>bold</b> question?")
     view.refresh()
     assert view.tree is not None and view.empty.object == ""
-    assert 'data-label="BLOCKS STORED"' in view.cards.object and "SAVED" in view.cards.object
+    m = cache.snapshot().metrics
+    assert f"<dt>BLOCKS STORED</dt><dd>{m.blocks_stored} blk</dd>" in view.cards.object and "SAVED" in view.cards.object
     labels = list(view.tree.nodes.data["text"])
     assert any("<b>bold</b>" in str(t) for t in labels)  # (a Bokeh text glyph: plain text, never HTML)
     view.refresh()  # (nothing new: nothing redrawn)

@@ -458,9 +458,6 @@ def test_a_link_to_explain_it_back_opens_the_recorded_lesson_there_with_its_stat
     expect(page).to_have_url(re.compile(r"/lesson/\?reserve=12#explain$"))
     for key in ("Fragmentation", "Paging", "Radix"):
         page.wait_for_function(f"document.documentElement.dataset.kvReady{key} === '1'")
-    section = page.locator(".kv-recorded-explain").first
-    page.wait_for_function("""() => { const el = document.querySelector('.kv-node-explain') ||
-        [...document.querySelectorAll('*')].map((e) => e.shadowRoot && e.shadowRoot.querySelector('.kv-node-explain')).find(Boolean);
-        return el && Math.abs(el.getBoundingClientRect().top) < 40; }""", timeout=15_000)
-    expect(section).to_be_in_viewport()
+    expect(page.locator(".kv-node-explain").first).to_be_in_viewport(timeout=15_000)
+    expect(page.locator(".kv-node-fragmentation").first).not_to_be_in_viewport()  # (scrolled there, past node 01)
     assert "reserve=12" in page.url

@@ -9,7 +9,6 @@ import panel as pn
 import param
 
 from engine import Snapshot
-from kvviz.figures.metric_card import card_html
 from kvviz.figures.radix_tree import RadixTreeFigure
 from kvviz.nodes.radix import text
 from kvviz.nodes.radix.class_cache import ClassCache, class_cache
@@ -52,8 +51,10 @@ class ClassTreeView(pn.viewable.Viewer):
         if self.snapshot is None:
             return ""
         m = self.snapshot.metrics
-        return ('<div class="kv-cards">' + "".join(card_html("class", c.label, c.value(m), c.counts) for c in text.CARDS)
-                + "</div>")
+        # (node 03's three cards, as large figures for the projector; each says what it counts)
+        return ('<dl class="kv-class-cards">' + "".join(
+            f'<div title="{html.escape(c.counts, quote=True)}"><dt>{html.escape(c.label)}</dt><dd>{html.escape(c.value(m))}</dd></div>'
+            for c in text.CARDS) + "</dl>")
 
     def _empty_html(self) -> str:
         return ('<p class="kv-note">No question typed yet: when students type their own questions in node 03, '
