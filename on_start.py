@@ -3,6 +3,14 @@ kvviz.export.routes --setup on_start.py`, as `kvviz lesson` and `make class` run
 lesson begins at the server's start, not at its first request (kvviz/export/routes.py `start`).
 With --num-procs, Panel runs it in each process."""
 
-from kvviz.export import routes
+import sys
+from pathlib import Path
+
+# (run by Panel before it runs the apps, which put their folder on sys.path: this one does it first,
+# so that `panel serve` finds the lesson's package from a plain console script too)
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from kvviz.export import routes  # noqa: E402
 
 routes.start()
