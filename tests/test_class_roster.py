@@ -155,7 +155,8 @@ def test_a_student_page_cannot_pause_pace_or_follow(db):
 
 
 def test_the_teachers_commands_set_the_state_every_page_polls(db):
-    assert class_endpoint.status(db) == {"paused": False, "pace": "", "follow": {"seq": 0, "node": "", "query": ""}}
+    first = class_endpoint.status(db)
+    assert first == {"paused": False, "pace": "", "follow": {"seq": 0, "node": "", "query": ""}, "tag": first["tag"]}
     assert command(db, {"command": "pause"})[0] == 200
     assert class_endpoint.status(db)["paused"] is True
     assert command(db, {"command": "pace", "node": "paging"})[0] == 200
@@ -163,8 +164,10 @@ def test_the_teachers_commands_set_the_state_every_page_polls(db):
                                   "query": "http://class.example/lesson/?sharing=0&at_radix=0"})
     assert status == 200 and answer["state"]["follow"] == {"seq": 1, "node": "radix", "query": "?sharing=0&at_radix=0"}
     command(db, {"command": "resume"})
-    assert class_endpoint.status(db) == {"paused": False, "pace": "paging",
-                                         "follow": {"seq": 1, "node": "radix", "query": "?sharing=0&at_radix=0"}}
+    state = class_endpoint.status(db)
+    assert state == {"paused": False, "pace": "paging", "tag": state["tag"],
+                     "follow": {"seq": 1, "node": "radix", "query": "?sharing=0&at_radix=0"}}
+    assert state["tag"] != first["tag"]
     for bad in ({"command": "explode"}, {"command": "pace", "node": "nowhere"}, {"command": "follow", "node": ""},
                 {"command": "follow", "node": "radix", "query": "?a=<script>"}):
         assert command(db, bad)[0] == 400

@@ -1,8 +1,9 @@
 // The class the teacher runs, on the played page (kvviz/handin/classroom.py declares it; its
 // `browser_config` is what `setup` is handed). The page reports where it is (the node in view,
 // and on which nodes a prediction is made: never what was predicted) when that changes and every
-// `heartbeat_s`, carrying the state it shows (the teacher's "Show"); it asks for the class state every `poll_ms` while it is visible (a small
-// revalidated answer) and follows it: "Eyes on the teacher" over the whole page while paused, the
+// `heartbeat_s`, carrying the state it shows (the teacher's "Show"); while it is visible it asks
+// for the class state, which the server holds until it changes (kvviz/handin/class_endpoint.py),
+// and follows it: "Eyes on the teacher" over the whole page while paused, the
 // nodes past the teacher's pace held, and a "follow me" brought here once. A scripted action sends
 // nothing: a report goes only when where the page is changes, at most one a `gap_ms`.
 // `sections(root, depth, found)` (kvviz/web/find_sections.js) is joined before this file.
@@ -192,16 +193,29 @@
     document.documentElement.dataset.kvClassPolled = String((Number(document.documentElement.dataset.kvClassPolled) || 0) + 1);
   }
 
+  // The class state, held by the server until it differs from the one shown (`since`: its tag),
+  // then asked for again at once; an answer that came back unchanged at once (no server holding
+  // it), or none, is asked for again after `poll_ms`.
+  let shownTag = "";
   async function poll() {
     timer = null;
     if (asking || document.visibilityState !== "visible") return; // (asked again when it is)
     asking = true;
+    let again = config.poll_ms;
+    const t0 = Date.now();
     try {
-      const r = await fetch(config.status, { cache: "no-cache" }); // (revalidated: a 304 when unchanged)
-      if (r.ok) apply(await r.json());
+      const since = shownTag ? `${config.status.includes("?") ? "&" : "?"}since=${encodeURIComponent(shownTag)}` : "";
+      const r = await fetch(config.status + since, { cache: "no-cache" }); // (revalidated: a 304 when unchanged)
+      if (r.ok) {
+        const state = await r.json();
+        apply(state);
+        const tag = typeof state.tag === "string" ? state.tag.slice(0, 64) : "";
+        if (tag && (tag !== shownTag || Date.now() - t0 > config.poll_ms)) again = 0;
+        shownTag = tag;
+      }
     } catch (e) { /* the server is away: the lesson plays on; asked again */ }
     asking = false;
-    if (timer === null) timer = setTimeout(poll, config.poll_ms);
+    if (timer === null) timer = setTimeout(poll, again);
   }
 
   window.kvvizPlayer.classroom = {

@@ -2,9 +2,13 @@
 
     POST /lesson-report   a student's page says where it is (classroom.Report, JSON); its first
                           report is answered with the token its later ones carry (roster.py)
-    GET  /lesson-class    the class state (paused, pace, the last "follow me"), as JSON: what
-                          every student's page polls; one small read per process per MEMO_S,
-                          an unchanged answer a 304 (its ETag)
+    GET  /lesson-class    the class state (paused, pace, the last "follow me"), as JSON with its
+                          `tag`: what every student's page asks for; one small read per process
+                          per MEMO_S, an unchanged answer a 304 (its ETag). `?since=<tag>` (the
+                          state the page shows) is held until the state differs, at most HOLD_S:
+                          a class's pages wait on the server instead of asking every second, so
+                          a command reaches them within MEMO_S and a quiet class costs a request
+                          per page per HOLD_S (Held)
     POST /lesson-class    a teacher's command (JSON `{"command", "node", "query"}`), only with the
                           passphrase (`Authorization: Bearer <passphrase>`): 403 otherwise, and
                           429 while a wrong one's wait (key.Attempts, per client address) runs
@@ -15,6 +19,8 @@ name are handed in (`nodes`) by the routes.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import logging
 import time
@@ -33,6 +39,14 @@ MAX_COMMAND = 4000  # bytes of a command's body
 _LAST: OrderedDict[str, float] = OrderedDict()  # student id -> their last report (this process)
 _ATTEMPTS: OrderedDict[str, passphrase.Attempts] = OrderedDict()  # client address -> wrong passphrases
 MEMO = class_state.Memo()
+HOLD_S = 20.0  # a poll naming the state its page shows waits this long for a change (then: unchanged)
+MAX_TAG = 64
+
+
+def tag(state: dict) -> str:
+    """A class state's short name: equal states, equal tags."""
+    text = json.dumps({k: v for k, v in state.items() if k != "tag"}, separators=(",", ":"), sort_keys=True)
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def _bounded(table: OrderedDict, k: str, make):
@@ -81,13 +95,56 @@ def report(body: bytes, nodes: tuple[str, ...], store: Store | None = None, cloc
 
 
 def status(store: Store | None = None) -> dict:
-    """The class state every student page polls."""
+    """The class state every student page polls, with its tag."""
     try:
-        state = MEMO.get(store or shared())
+        state = json.loads(MEMO.get(store or shared()).to_json())
     except StoreError:
         log.exception("reading the class state")
-        return {"paused": False, "pace": "", "follow": {"seq": 0, "node": "", "query": ""}, "unknown": True}
-    return json.loads(state.to_json())
+        state = {"paused": False, "pace": "", "follow": {"seq": 0, "node": "", "query": ""}, "unknown": True}
+    return {**state, "tag": tag(state)}
+
+
+class Held:
+    """This process's held polls. Each waits for the class state's tag to differ from the one its
+    page shows; one look at the memo every MEMO_S answers all of them, however many are held (on
+    each event loop that holds some: a server has one, tests several)."""
+
+    def __init__(self) -> None:
+        self._held: dict[asyncio.AbstractEventLoop, dict[asyncio.Future, str]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(held) for held in self._held.values())
+
+    async def changed(self, since: str, hold_s: float, read=status) -> dict | None:
+        """The state once its tag is not `since`; None after `hold_s` (or if the page went away)."""
+        loop = asyncio.get_running_loop()
+        held = self._held.get(loop)
+        if held is None:
+            held = self._held[loop] = {}
+            loop.create_task(self._watch(loop, read))
+        future: asyncio.Future = loop.create_future()
+        held[future] = since
+        try:
+            return await asyncio.wait_for(future, hold_s)
+        except (TimeoutError, asyncio.CancelledError):
+            return None
+        finally:
+            held.pop(future, None)
+
+    async def _watch(self, loop: asyncio.AbstractEventLoop, read) -> None:
+        held = self._held[loop]
+        try:
+            while held:
+                await asyncio.sleep(class_state.MEMO_S)
+                state = read()
+                for future, since in list(held.items()):
+                    if since != state["tag"] and not future.done():
+                        future.set_result(state)
+        finally:
+            self._held.pop(loop, None)
+
+
+HELD = Held()
 
 
 def command(body: bytes, authorization: str, peer: str, nodes: tuple[str, ...],
@@ -151,9 +208,22 @@ class ReportHandler(_JSON):
 
 
 class ClassHandler(_JSON):
-    def get(self) -> None:
+    async def get(self) -> None:
         # (revalidated on every poll: Tornado answers 304 when its ETag is the browser's)
-        self.answer(200, status(), cache="no-cache")
+        state, since = status(), self.get_query_argument("since", "")[:MAX_TAG]
+        if since and since == state["tag"]:
+            self._gone = False
+            self._waiting = asyncio.ensure_future(HELD.changed(since, HOLD_S))
+            state = await self._waiting or status()
+            if self._gone:  # (the page went away meanwhile)
+                return
+        self.answer(200, state, cache="no-cache")
+
+    def on_connection_close(self) -> None:
+        waiting = getattr(self, "_waiting", None)
+        if waiting is not None:
+            self._gone = True
+            waiting.cancel()
 
     def post(self) -> None:
         if self.json_only():

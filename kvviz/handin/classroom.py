@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 
 from kvviz.handin.model import MAX_NAME, QUERY, STUDENT_ID, clean
 
-POLL_MS = 1000  # a student's page asks for the class state this often (while it is visible)
+POLL_MS = 1000  # a page asks for the class state again this long after an answer the server did not hold
 HEARTBEAT_S = 30  # a page reports at least this often while open, changed or not
 AWAY_S = 90  # a student not heard from for this long shows as away on the roster
 SEEN_S = 3 * 3600  # the roster lists students heard from within this

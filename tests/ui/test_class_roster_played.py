@@ -139,11 +139,14 @@ def test_pace_holds_the_nodes_past_it_and_follow_me_brings_every_page_to_a_state
     expect(student.locator("#kv-class-followed")).to_contain_text("brought the class here (node 03)")
     expect(stored).to_have_text("18 blk")
     expect(student.locator(".kv-live-frame")).to_have_count(0)
-    # ... once: the student may move on, and the next poll does not bring them back.
+    # ... once: the student may move on, and the class's next states do not bring them back.
     student.get_by_role("checkbox", name="Prefix sharing").uncheck()
     expect(stored).not_to_have_text("18 blk")
     polled = int(student.evaluate("document.documentElement.dataset.kvClassPolled"))
+    for button in ("Pause the class", "Resume the class"):  # (each a new state, reaching the held page)
+        page.get_by_role("button", name=button).click()
     student.wait_for_function(f"Number(document.documentElement.dataset.kvClassPolled) > {polled + 1}")
+    expect(student.get_by_role("alertdialog")).to_have_count(0)
     expect(stored).not_to_have_text("18 blk")
     assert student.kv_errors == [] and page.kv_errors == []
     student.context.close()
