@@ -14,7 +14,7 @@ PROCS ?= 1
 ALLOW ?= localhost:$(PORT)
 BIN = $(VENV)/bin
 
-.PHONY: lesson test bench chromium postgres compiler clean export class backends nginx vllm vllm-venv vllm-test-setup vllm-recording
+.PHONY: lesson test bench chromium nodejs postgres compiler clean export class backends nginx vllm vllm-venv vllm-test-setup vllm-recording
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -89,6 +89,12 @@ chromium:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 		else echo "The browser tests need Debian's Chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
 
+# Node.js checks that every JavaScript file of the lesson parses (tests/test_js_files.py): Debian's.
+nodejs:
+	@command -v node >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs >/dev/null; \
+		else echo "The JavaScript checks need Node.js: sudo apt-get install -y nodejs" >&2; exit 1; fi; }
+
 # A C compiler for the engine's decode and extend attention on the CPU (kernels/cpu/*.c, compiled on
 # first use for this CPU into ~/.cache/kvviz/native): Debian's gcc, installed with apt-get when
 # missing (as root). Without one the lesson still runs, on the slower torch reference; the tests
@@ -114,7 +120,7 @@ postgres:
 # starts once), of the one vLLM server, of the one exported site (tests/conftest.py), the longest
 # groups queued first (tests/conftest.py's LONGEST_GROUPS: xdist would queue them by their size).
 TEST_WORKERS ?= 2
-test: $(VENV)/.test-installed chromium postgres compiler vllm-test-setup
+test: $(VENV)/.test-installed chromium nodejs postgres compiler vllm-test-setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 

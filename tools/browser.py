@@ -1,6 +1,9 @@
-"""The served lesson and the browser that drives it, shared by the browser tests (tests/ui) and
-the UI latency benchmark: `panel serve app.py` on a free port, and Debian's Chromium
-(/usr/bin/chromium, or $KVVIZ_CHROMIUM) launched by Playwright. No browser is ever downloaded.
+"""The served lesson and the browser that drives it, shared by the browser tests (tests/ui), the
+UI latency benchmark and the README's pictures (tools/screenshots.py): `panel serve app.py` on a
+free port, Debian's Chromium (/usr/bin/chromium, or $KVVIZ_CHROMIUM) launched by Playwright (no
+browser is ever downloaded), and `settled(page)`: a wait until the page's figures are drawn and
+its layout holds still (the same box over FRAMES animation frames, Playwright's own notion of a
+stable element applied to the whole page), never a wait on the clock.
 """
 
 from __future__ import annotations
@@ -97,3 +100,34 @@ class Server:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+
+
+# -- a page settled --------------------------------------------------------------------------------
+FRAMES = 5
+
+SETTLED_JS = """([frames, condition]) => {
+  const state = window.__kvSettled || (window.__kvSettled = {sig: null, same: 0});
+  if (typeof Bokeh === "undefined" || Bokeh.documents.length === 0) return false;
+  if (![...Bokeh.documents].every((d) => d.is_idle) || document.fonts.status !== "loaded") return false;
+  const figures = [];
+  const walk = (v) => {
+    if (v.model.type === "Figure") figures.push(v);
+    for (const c of (v.children ? v.children() : [])) walk(c);
+  };
+  for (const v of Bokeh.index) walk(v);
+  if (!figures.every((v) => v.has_finished())) { state.same = 0; return false; }
+  const root = document.documentElement;
+  const sig = JSON.stringify([root.scrollWidth, root.scrollHeight, window.scrollX, window.scrollY,
+    figures.map((v) => { const r = v.el.getBoundingClientRect(); return [r.x, r.y, r.width, r.height, v.model.height]; })]);
+  state.same = sig === state.sig ? state.same + 1 : 0;
+  state.sig = sig;
+  if (state.same < frames) return false;
+  return condition ? Boolean((0, eval)(condition)()) : true;
+}"""
+
+
+def settled(page, condition: str | None = None, timeout: float | None = None) -> None:
+    """Until the page has settled (above) and `condition`, a JavaScript function of no
+    arguments evaluated in the page, returns something true."""
+    page.evaluate("delete window.__kvSettled")
+    page.wait_for_function(SETTLED_JS, arg=[FRAMES, condition], polling="raf", timeout=timeout)

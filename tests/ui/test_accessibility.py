@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
-from ui_waits import settled
 
 from kvviz.nodes import KEYS
+from tools.browser import settled
 
 pytestmark = pytest.mark.ui
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
-from ui_waits import settled
+
+from tools.browser import settled
 
 pytestmark = pytest.mark.ui
 

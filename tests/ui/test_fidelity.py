@@ -9,7 +9,8 @@ import re
 
 import pytest
 from playwright.sync_api import expect
-from ui_waits import settled
+
+from tools.browser import settled
 
 pytestmark = pytest.mark.ui
 

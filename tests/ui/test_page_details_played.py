@@ -11,9 +11,9 @@ import re
 import pytest
 from phone_checks import PHONE
 from playwright.sync_api import expect
-from ui_waits import settled
 
 from kvviz.state import predict
+from tools.browser import settled
 
 pytestmark = pytest.mark.ui
 LAPTOP = {"width": 1366, "height": 768}

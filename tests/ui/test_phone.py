@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from phone_checks import FIT_JS, PHONE
 from playwright.sync_api import expect
-from ui_waits import settled
+
+from tools.browser import settled
 
 pytestmark = pytest.mark.ui
 

@@ -13,9 +13,9 @@ import re
 import pytest
 from phone_checks import PHONE
 from playwright.sync_api import expect
-from ui_waits import settled
 
 from kvviz.nodes.fragmentation.state import FragmentationState
+from tools.browser import settled
 
 pytestmark = pytest.mark.ui
 LIVE_MS = 90_000  # (an answer of the server's engine: its first builds the node's views there)

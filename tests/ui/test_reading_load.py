@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
-from ui_waits import settled
+
+from tools.browser import settled
 
 pytestmark = pytest.mark.ui
 

@@ -10,9 +10,8 @@ import re
 import pytest
 import vllm_support
 from playwright.sync_api import expect
-from ui_waits import settled
 
-from tools.browser import Server
+from tools.browser import Server, settled
 
 # (one worker under pytest-xdist: the session's one vLLM serves every test that needs it)
 pytestmark = [pytest.mark.ui, pytest.mark.slow, pytest.mark.xdist_group("vllm")]

@@ -9,10 +9,9 @@ import re
 import pytest
 from phone_checks import FIT_JS, PHONE
 from playwright.sync_api import expect
-from ui_waits import settled
 
 from kvviz.nodes.vllm.recording import load
-from tools.browser import Server
+from tools.browser import Server, settled
 
 pytestmark = pytest.mark.ui
 
