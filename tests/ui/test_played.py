@@ -321,7 +321,7 @@ def test_scripted_actions_send_no_request_of_any_kind(page, recorded):
     page.get_by_role("button", name="Free R2").first.click()
     page.get_by_role("checkbox", name="Prefix sharing").check()
     expect(metric(page, "BLOCKS STORED")).to_have_text("18 blk")
-    page.wait_for_timeout(800)  # (the address bar is written at most twice a second)
+    page.wait_for_function("() => /[?&]sharing=1/.test(location.search)")  # (the address bar: written last)
     assert traffic["requests"][sent:] == [] and traffic["ws"] == []
     assert not page.evaluate("window.kvvizPlayer.nodes.paging.branch").startswith("live")
     assert page.kv_errors == []
