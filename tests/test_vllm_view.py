@@ -41,8 +41,9 @@ def recorded_tree() -> CacheTree:
 
 
 def recorded_snapshot() -> VllmSnapshot:
-    return VllmSnapshot(1, "connected", NOBODY, "kvviz", parse_metrics(RECORDED["metrics"]), recorded_tree().view(),
-                        (), 6, time.time(), 0)
+    metrics = parse_metrics(RECORDED["metrics"])
+    return VllmSnapshot(1, "connected", NOBODY, "kvviz", metrics, recorded_tree().view(), (), 6, time.time(),
+                        0)
 
 
 def test_recorded_hashes_and_tokens_are_our_engines():
@@ -121,7 +122,8 @@ def test_the_tree_shows_the_shared_trunk_from_recorded_events():
 
 def test_user_text_and_vllm_text_are_escaped(hostile):
     state = VllmState(endpoints=NOBODY)
-    state.exchanges = [Exchange(hostile, (1,), hostile, 0, (1,), hostile, 0), Exchange(hostile, error=hostile)]
+    state.exchanges = [Exchange(hostile, (1,), hostile, 0, (1,), hostile, 0),
+                       Exchange(hostile, error=hostile)]
     out = exchanges_html(state)
     assert hostile not in out and "&lt;img" in out and 'data-verdict="same"' in out
     state.notice = hostile

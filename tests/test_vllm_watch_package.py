@@ -25,8 +25,8 @@ def loaded_by(*modules: str) -> set[str]:
 
 
 def test_the_launchers_settings_are_standard_library_only():
-    assert loaded_by("vllm_watch", "vllm_watch.defaults", "tools.vllm_server") - set(sys.stdlib_module_names) == {
-        "vllm_watch", "tools"}
+    loaded = loaded_by("vllm_watch", "vllm_watch.defaults", "tools.vllm_server")
+    assert loaded - set(sys.stdlib_module_names) == {"vllm_watch", "tools"}
 
 
 def test_the_watcher_loads_without_panel_or_the_lesson():

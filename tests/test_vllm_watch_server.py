@@ -57,7 +57,8 @@ def test_a_watcher_that_joins_late_replays_what_it_missed(srv, watcher):
     late = Monitor(vllm_support.endpoints(srv)).start()
     try:
         snap = late.wait_for(lambda s: s.status == "connected" and s.last_seq == watcher.latest().last_seq)
-        assert {b.block_hash for b in snap.tree.blocks} == {b.block_hash for b in watcher.latest().tree.blocks}
+        theirs = {b.block_hash for b in watcher.latest().tree.blocks}
+        assert {b.block_hash for b in snap.tree.blocks} == theirs
     finally:
         late.stop()
 

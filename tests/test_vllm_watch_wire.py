@@ -73,8 +73,8 @@ def test_block_hashes_recomputed_from_a_branchs_tokens_are_the_hashes_on_its_pat
 def test_array_encoded_events_and_unknown_fields_decode():
     stored = decode_event(["BlockStored", [1, 2], None, list(range(4)), 2, None, "GPU", "later-field"])
     assert stored == BlockStored((1, 2), None, (0, 1, 2, 3), 2, "GPU")
-    mapped = decode_event({"type": "BlockStored", "block_hashes": [3], "parent_block_hash": 2, "token_ids": [7, 8],
-                           "block_size": 2, "a_field_from_the_future": {"x": 1}})
+    mapped = decode_event({"type": "BlockStored", "block_hashes": [3], "parent_block_hash": 2,
+                           "token_ids": [7, 8], "block_size": 2, "a_field_from_the_future": {"x": 1}})
     assert mapped == BlockStored((3,), 2, (7, 8), 2)
     assert decode_event(["BlockRemoved", [1], "GPU"]) == BlockRemoved((1,), "GPU")
     assert decode_event({"type": "AllBlocksCleared"}) == AllBlocksCleared()
@@ -92,10 +92,12 @@ def test_removed_and_cleared_blocks_leave_the_tree():
     tree = recorded_tree()
     n = len(tree.view().blocks)
     leaf = tree.view().blocks[-1].block_hash
-    payload = msgspec.msgpack.encode([1.0, [{"type": "BlockRemoved", "block_hashes": [leaf, 12345], "medium": "GPU"}], 0])
+    removed = {"type": "BlockRemoved", "block_hashes": [leaf, 12345], "medium": "GPU"}
+    payload = msgspec.msgpack.encode([1.0, [removed], 0])
     tree.apply(decode_frames([b"", (99).to_bytes(8, "big"), payload]))
     assert len(tree.view().blocks) == n - 1 and tree.view().num_removed == 1
-    tree.apply(decode_frames([b"", (100).to_bytes(8, "big"), msgspec.msgpack.encode([1.0, [["AllBlocksCleared"]], 0])]))
+    cleared = msgspec.msgpack.encode([1.0, [["AllBlocksCleared"]], 0])
+    tree.apply(decode_frames([b"", (100).to_bytes(8, "big"), cleared]))
     assert tree.view().blocks == () and tree.view().num_cleared == 1
 
 

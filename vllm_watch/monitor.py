@@ -187,7 +187,8 @@ class Monitor:
 
     def _build(self) -> VllmSnapshot:
         return VllmSnapshot(self._version, self._status, self.endpoints, self._model, self._metrics,
-                            self._tree.view(), tuple(self._history), self._last_seq, self._since, self._restarts)
+                            self._tree.view(), tuple(self._history), self._last_seq, self._since,
+                            self._restarts)
 
     def _publish(self) -> None:
         self._version += 1

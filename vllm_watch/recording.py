@@ -80,7 +80,8 @@ def _exchanges(data: dict[str, Any], where: str) -> tuple[RecordedExchange, ...]
         w = f"{where}, exchange {i}"
         ids = _need(e, "token_ids", list, w)
         cached, group = e.get("cached_tokens"), e.get("group", i)
-        if not all(isinstance(t, int) for t in [*ids, group]) or not (cached is None or isinstance(cached, int)):
+        integers = all(isinstance(t, int) for t in [*ids, group])
+        if not integers or not (cached is None or isinstance(cached, int)):
             raise RecordingError(f"{w}: token ids, cached_tokens and group must be integers")
         exchanges.append(RecordedExchange(_need(e, "question", str, w), tuple(ids), _need(e, "text", str, w),
                                           cached, group))
@@ -149,7 +150,8 @@ def load(path: Path | str) -> Recording:
     try:
         data = json.loads(Path(path).read_text())
     except OSError as e:
-        raise RecordingError(f"no recording at {path}: {e.strerror} (make vllm-recording makes one)") from None
+        why = f"no recording at {path}: {e.strerror} (make vllm-recording makes one)"
+        raise RecordingError(why) from None
     except ValueError as e:
         raise RecordingError(f"{path} is not JSON: {e}") from None
     return parse(data, str(path))
