@@ -26,7 +26,7 @@ from kvviz.nodes.vllm.scenario import LESSON_QUESTIONS, MAX_NEW_TOKENS, prompt_f
 from kvviz.nodes.vllm.shipped import PATH
 from tools import vllm_server as server  # (the launcher: this command starts a vLLM)
 from vllm_watch import client
-from vllm_watch.defaults import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
+from vllm_watch.defaults import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS, VENV
 from vllm_watch.playback import play
 from vllm_watch.recorder import Recorder
 from vllm_watch.recording import FORMAT, RecordingError, parse
@@ -81,7 +81,7 @@ def check(data: dict, live: VllmSnapshot) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     out = Path(argv[0]) if argv else PATH
-    print(f"Starting vLLM from {server.VENV} (about half a minute)…", flush=True)
+    print(f"Starting vLLM from {VENV} (about half a minute)…", flush=True)
     with server.VllmServer() as srv:
         data, live = session(srv)
     check(data, live)
