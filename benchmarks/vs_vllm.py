@@ -3,7 +3,8 @@
     python -m benchmarks.vs_vllm [--quick] [--json PATH]     # needs `make vllm-venv`
 
 It starts vLLM's CPU build on a free port (tools/vllm_server.py: 64-block pool, prefix
-caching, KV events) and subscribes to its KV events before sending anything, then:
+caching, KV events, as vllm_watch/defaults.py sets them) and subscribes to its KV events before
+sending anything, then:
 
 1. tokens: the same prompts through both engines, `max_tokens` greedy tokens each: identical
    token ids, or the first divergence and our model's logit margin (top-1 minus top-2) there;
@@ -46,11 +47,12 @@ import zmq
 from benchmarks import step_profile
 from engine import Engine, EngineConfig
 from kvviz.nodes.prompts import MORE_QUESTIONS, QUESTIONS
-from kvviz.nodes.vllm import client
 from kvviz.nodes.vllm.scenario import Mirror, prompt_for
-from kvviz.nodes.vllm.wire import BlockStored, decode_frames
 from tools import vllm_server as server
-from tools.vllm_server import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS, VllmServer
+from tools.vllm_server import VllmServer
+from vllm_watch import client
+from vllm_watch.defaults import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
+from vllm_watch.wire import BlockStored, decode_frames
 
 PROMPTS = ["The KV cache", "Free memory is broken into", "A good system spends its memory on", "The model",
            "A page table maps", "def add(a, b):\n    return", "Memory is", *(prompt_for(q) for q in QUESTIONS)]

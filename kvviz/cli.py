@@ -142,7 +142,7 @@ def cmd_vllm(rest: list[str]) -> int:
               file=sys.stderr)
         return 1
     env = os.environ | {"KVVIZ_VLLM_VENV": str(venv)}
-    return _run([sys.executable, str(root / "tools" / "vllm_server.py"), *rest], env=env)
+    return _run([sys.executable, "-m", "tools.vllm_server", *rest], env=env)  # (run in the checkout)
 
 
 def parser() -> argparse.ArgumentParser:

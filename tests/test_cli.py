@@ -91,7 +91,7 @@ def test_pip_install_gives_the_kvviz_command(tmp_path):
     src.mkdir()
     for name in ("pyproject.toml", "README.md", "requirements.txt", "requirements-gpu.txt"):
         shutil.copy(ROOT / name, src / name)
-    for name in ("kvviz", "engine", "kernels", "tools"):
+    for name in ("kvviz", "engine", "kernels", "tools", "vllm_watch"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     target = tmp_path / "target"
     done = run(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
@@ -106,6 +106,7 @@ def test_pip_install_gives_the_kvviz_command(tmp_path):
     assert done.returncode == 0 and "--address" in done.stdout, done.stderr
     assert (target / "kernels" / "cpu" / "paged_decode.c").is_file()  # (package data: the C kernel's source)
     assert (target / "kvviz" / "export" / "player.js").is_file()
+    assert (target / "vllm_watch" / "monitor.py").is_file()  # (the vLLM watcher, which node 04 imports)
 
 
 def test_the_first_recordings_progress_is_printed_until_it_is_ready(tmp_path):

@@ -1,6 +1,6 @@
 """The import graph (docs/architecture.md, "Layers"): the contracts in pyproject.toml, checked by
-import-linter; no import cycle; every module of kvviz/, engine/, kernels/ and tools/ importing on
-its own (no module depends on another of ours having been imported first)."""
+import-linter; no import cycle; every module of kvviz/, engine/, kernels/, tools/ and vllm_watch/
+importing on its own (no module depends on another of ours having been imported first)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("kvviz", "engine", "kernels", "tools")
+PACKAGES = ("kvviz", "engine", "kernels", "tools", "vllm_watch")
 
 
 def modules() -> list[str]:
@@ -73,16 +73,16 @@ def test_the_graph_has_no_cycle():
 
 # Each module imported alone: a driver process imports the heavy third-party libraries once (torch,
 # Panel, Bokeh: none of this project's modules), then forks one child per module, which imports
-# that module into a sys.modules holding nothing of kvviz/, engine/, kernels/ or tools/: whether a
-# module needs another of ours imported first is what is checked, in a second rather than three.
+# that module into a sys.modules holding nothing of ours (PACKAGES): whether a module needs another
+# of ours imported first is what is checked, in a second rather than three.
 DRIVER = """
 import importlib, json, os, sys, traceback
-for lib in ("torch", "numpy", "param", "bokeh.models", "panel", "prometheus_client", "zmq"):
+for lib in ("torch", "numpy", "param", "bokeh.models", "panel", "prometheus_client", "zmq", "msgspec"):
     try:
         importlib.import_module(lib)
     except ImportError:
         pass
-ours = [m for m in sys.modules if m.split(".")[0] in ("kvviz", "engine", "kernels", "tools")]
+ours = [m for m in sys.modules if m.split(".")[0] in ("kvviz", "engine", "kernels", "tools", "vllm_watch")]
 assert not ours, ours
 failed = {}
 for name in json.loads(sys.argv[1]):

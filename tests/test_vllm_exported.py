@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from kvviz.export.recipes import recipes
-from kvviz.nodes.vllm.monitor import Endpoints
 from kvviz.nodes.vllm.state import VllmState
 from kvviz.nodes.vllm.text import status_line
 from kvviz.nodes.vllm.view import VllmView, cards_html, trunk_html
+from vllm_watch.snapshot import Endpoints
 
 NOBODY = Endpoints("http://127.0.0.1:9", "ipc:///nonexistent/kvviz-events", "ipc:///nonexistent/kvviz-replay")
 

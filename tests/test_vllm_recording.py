@@ -1,36 +1,30 @@
 """Node 04's recorded vLLM session (assets/vllm-recording.json, `make vllm-recording`), with no
-server: the shipped file is small and names its vLLM version and date; played through the live
-watcher's code it gives the tree the events build on their own and the metrics of the last scrape;
-node 04 shows it, labelled a recording, with real cards, vLLM's answers and our engine's; a replay
-steps through it; bad recordings are refused with the reason."""
+server: the shipped file is small and names its vLLM version and date; played once per process
+(kvviz/nodes/vllm/shipped.py), node 04 shows it, labelled a recording, with real cards, vLLM's
+answers and our engine's; a replay steps through it. (Playing it, and refusing bad recordings:
+tests/test_vllm_watch_recording.py.)"""
 
 from __future__ import annotations
 
-import copy
-import json
-
 import pytest
 
-from kvviz.nodes.vllm import recording
-from kvviz.nodes.vllm.cache_tree import CacheTree
-from kvviz.nodes.vllm.client import parse_metrics
-from kvviz.nodes.vllm.monitor import Endpoints
-from kvviz.nodes.vllm.recording import RecordingError, load, parse, play
+from kvviz.nodes.vllm import shipped
 from kvviz.nodes.vllm.scenario import LESSON_QUESTIONS
 from kvviz.nodes.vllm.state import VllmState, recorded_side
 from kvviz.nodes.vllm.text import CARDS
 from kvviz.nodes.vllm.view import VllmView, cards_html, our_rows, status_html, trunk_html, vllm_rows
-from kvviz.nodes.vllm.wire import decode_frames
-from tools.vllm_server import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
+from vllm_watch.defaults import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
+from vllm_watch.playback import play
+from vllm_watch.recording import RecordingError, load
+from vllm_watch.snapshot import Endpoints
 
-RAW = json.loads(recording.PATH.read_text())
 NOBODY = Endpoints("http://127.0.0.1:9", "ipc:///nonexistent/kvviz-events", "ipc:///nonexistent/kvviz-replay")
 
 
 @pytest.fixture(scope="module")
 def played():
     """The shipped recording, played once per process (what every session of node 04 shows)."""
-    out = recording.shipped()
+    out = shipped.shipped()
     assert not isinstance(out, RecordingError), out
     return out
 
@@ -46,25 +40,16 @@ def shown():
 
 
 def test_the_shipped_recording_is_small_and_says_what_and_when():
-    assert recording.PATH.stat().st_size < 200_000
-    rec = load()
+    assert shipped.PATH.stat().st_size < 200_000
+    rec = load(shipped.PATH)
     assert rec.vllm_version and rec.recorded[:4].isdigit() and rec.model == MODEL_NAME
     assert (rec.block_size, rec.num_blocks) == (BLOCK_SIZE, NUM_BLOCKS)
     assert [e.question for e in rec.exchanges[:4]] == list(LESSON_QUESTIONS)
 
 
-def test_played_through_the_watcher_it_gives_the_events_tree_and_the_last_scrapes_metrics(played):
-    tree = CacheTree()
-    for item in RAW["items"]:
-        if "frames" in item:
-            tree.apply(decode_frames([bytes.fromhex(f) for f in item["frames"]]))
-    last_text = [i["metrics"] for i in RAW["items"] if i.get("metrics")][-1]
-    end = played.last
-    assert end.status == "recording" and end.model == MODEL_NAME
-    assert end.tree == tree.view() and end.metrics == parse_metrics(last_text)
-    assert play(load()).steps == played.steps  # (played again: the same snapshots)
-    assert [s.tree.num_stored for _, s in played.steps] == sorted(s.tree.num_stored for _, s in played.steps)
-    assert played.at(-1) is played.steps[0][1] and played.at(1e9) is end
+def test_every_session_shares_the_watchers_playback_of_the_shipped_file(played):
+    assert shipped.shipped() is played and play(load(shipped.PATH)).steps == played.steps
+    assert played.last.status == "recording"
 
 
 def test_node_04_without_vllm_shows_the_recording_labelled_with_real_cards(shown, played):
@@ -107,31 +92,3 @@ def test_without_vllm_a_send_is_refused_in_words_for_a_student():
     state = VllmState(endpoints=NOBODY)
     assert not state.send("What is a block?")
     assert "recording" in state.notice and "make vllm" not in state.notice
-
-
-def _broken(change) -> dict:
-    data = copy.deepcopy(RAW)
-    change(data)
-    return data
-
-
-@pytest.mark.parametrize(("change", "says"), [
-    (lambda d: d.update(format=99), "format 99"),
-    (lambda d: d.pop("vllm_version"), "'vllm_version'"),
-    (lambda d: d["items"][1].update(t=d["items"][0]["t"] - 1), "time goes backwards"),
-    (lambda d: d["items"][[i for i, x in enumerate(d["items"]) if "frames" in x][0]].update(frames=["zz"]),
-     "hex"),
-    (lambda d: d.update(items=[i for i in d["items"] if "frames" in i]), "no /metrics scrape"),
-    (lambda d: d["exchanges"][0].update(token_ids=["a"]), "integers"),
-])
-def test_a_bad_recording_is_refused_with_the_reason(change, says):
-    with pytest.raises(RecordingError, match=says.replace("(", r"\(").replace(")", r"\)")):
-        parse(_broken(change))
-
-
-def test_a_missing_or_unreadable_recording_says_so(tmp_path):
-    with pytest.raises(RecordingError, match="make vllm-recording"):
-        load(tmp_path / "none.json")
-    (tmp_path / "bad.json").write_text("{")
-    with pytest.raises(RecordingError, match="not JSON"):
-        load(tmp_path / "bad.json")

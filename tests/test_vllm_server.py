@@ -1,26 +1,26 @@
-"""Against a real vLLM (tests/vllm_support.py: one eager server per session): our engine gives
-vLLM's tokens for the same prompts; the watcher, subscribed before any request, rebuilds vLLM's
-cache tree from its live events with the hashes our engine computes; metrics parse; a watcher
-that joins late gets the missed events from the replay socket; node 04's state compares both
-engines request by request; a session recorded from it (kvviz/nodes/vllm/record.py) plays back
-into the tree rows and cards the live watcher gave."""
+"""Node 04 against a real vLLM (tests/vllm_support.py: one eager server per session): our engine
+gives vLLM's tokens for the same prompts; the watcher, subscribed before any request, rebuilds
+vLLM's cache tree from its live events with the hashes our engine computes; node 04's state
+compares both engines request by request; a session recorded from it (kvviz/nodes/vllm/record.py)
+plays back into the tree rows and cards the live watcher gave. (The watcher alone against the
+same server, metrics, replay and eviction: tests/test_vllm_watch_server.py.)"""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 import vllm_support
 
 from engine import Engine, EngineConfig
 from kvviz.nodes.prompts import MORE_QUESTIONS
-from kvviz.nodes.vllm import client, record
-from kvviz.nodes.vllm.monitor import Monitor
-from kvviz.nodes.vllm.recording import parse, play
+from kvviz.nodes.vllm import record
 from kvviz.nodes.vllm.scenario import LESSON_QUESTIONS, MAX_NEW_TOKENS, Mirror, prompt_for
 from kvviz.nodes.vllm.state import VllmState
 from kvviz.nodes.vllm.view import cards_html, trunk_html, vllm_rows
-from tools.vllm_server import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
+from vllm_watch import client
+from vllm_watch.defaults import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
+from vllm_watch.monitor import Monitor
+from vllm_watch.playback import play
+from vllm_watch.recording import parse
 
 # (one worker under pytest-xdist: the session's one vLLM serves every test that needs it)
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
@@ -69,32 +69,6 @@ def test_three_requests_sharing_a_prefix_rebuild_one_trunk_with_our_hashes(srv, 
     assert all(by_hash[h].tokens for h in ours.values())
 
 
-def test_metrics_are_parsed_from_the_live_server(srv, watcher):
-    # The same request twice: the second finds its blocks cached (this test does not
-    # count on what others sent: under pytest-xdist the session's vLLM may be fresh here).
-    for q in [LESSON_QUESTIONS[3]] * 2:
-        client.complete(srv.url, MODEL_NAME, prompt_for(q), 8)
-    deadline = time.monotonic() + 60
-    m = client.fetch_metrics(srv.url)
-    while not m.prefix_hits and time.monotonic() < deadline:  # (vLLM publishes its counters as it logs)
-        time.sleep(0.5)
-        m = client.fetch_metrics(srv.url)
-    assert (m.num_blocks, m.block_size, m.hash_algo) == (NUM_BLOCKS, BLOCK_SIZE, "sha256")
-    assert m.prefix_hits > 0 and m.prefix_queries > m.prefix_hits
-    assert client.served_model(srv.url) == MODEL_NAME
-    snap = watcher.wait_for(lambda s: s.metrics is not None and s.metrics.prefix_hits == m.prefix_hits)
-    assert snap.history and snap.history[-1].hit_rate == pytest.approx(m.hit_rate)
-
-
-def test_a_watcher_that_joins_late_replays_what_it_missed(srv, watcher):
-    late = Monitor(vllm_support.endpoints(srv)).start()
-    try:
-        snap = late.wait_for(lambda s: s.status == "connected" and s.last_seq == watcher.latest().last_seq)
-        assert {b.block_hash for b in snap.tree.blocks} == {b.block_hash for b in watcher.latest().tree.blocks}
-    finally:
-        late.stop()
-
-
 def test_node_state_compares_both_engines_request_by_request(srv, hostile):
     state = VllmState(endpoints=vllm_support.endpoints(srv))
     state.attach().wait_for(lambda s: s.status == "connected")
@@ -111,21 +85,6 @@ def test_node_state_compares_both_engines_request_by_request(srv, hostile):
     assert all(e.first_divergence is None and len(e.our_ids) == MAX_NEW_TOKENS for e in state.exchanges)
     assert all(e.vllm_cached is not None for e in state.exchanges)
     state.attach().wait_for(lambda s: set(state.our_hashes.values()) <= {b.block_hash for b in s.tree.blocks})
-
-
-def test_evicted_blocks_leave_the_rebuilt_tree(srv, watcher):
-    """Four long prompts of their own need more blocks than the pool's free ones: vLLM evicts
-    cached blocks to make room, its BlockRemoved events say which, and they leave the tree."""
-    before = watcher.latest()
-    cached = {b.block_hash for b in before.tree.blocks}
-    for i in range(4):
-        words = " ".join(f"page{i}-{k}" for k in range(90))[:700]  # 22 blocks of 32 tokens, nothing shared
-        client.complete(srv.url, MODEL_NAME, words, 8)
-    snap = watcher.wait_for(lambda s: s.tree.num_removed > before.tree.num_removed and s.metrics is not None
-                            and s.metrics.running == 0)
-    now = {b.block_hash for b in snap.tree.blocks}
-    assert len(now) <= NUM_BLOCKS and cached - now  # some earlier blocks were evicted ...
-    assert snap.tree.num_stored - snap.tree.num_removed >= len(now)  # ... and only through BlockRemoved
 
 
 def test_a_recorded_session_plays_back_what_the_live_watcher_computed(srv):

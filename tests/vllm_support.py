@@ -14,6 +14,7 @@ import threading
 import pytest
 
 from tools import vllm_server as vllm_server_module
+from vllm_watch.snapshot import Endpoints
 
 _SERVER: vllm_server_module.VllmServer | None = None
 _LOCK = threading.Lock()
@@ -52,7 +53,5 @@ def server() -> vllm_server_module.VllmServer:
         return _SERVER
 
 
-def endpoints(srv: vllm_server_module.VllmServer):
-    from kvviz.nodes.vllm.monitor import Endpoints
-
+def endpoints(srv: vllm_server_module.VllmServer) -> Endpoints:
     return Endpoints(srv.url, srv.events, srv.replay)

@@ -1,14 +1,15 @@
 """A real vLLM (the CPU build, in its own virtual environment) serving kvviz's own trained model.
 
-    python tools/vllm_server.py [--port 8000]     # what `make vllm` runs (in the foreground)
+    python -m tools.vllm_server [--port 8000]     # what `make vllm` runs (in the foreground)
 
 It serves the checkpoint `python -m tools.hf_export` makes from assets/model.pt, on 127.0.0.1,
 with prefix caching, blocks of 32 tokens (vLLM's CPU attention needs a multiple of 32), a small
 pool of 64 blocks (so a class sees eviction and preemption), KV events over ZeroMQ on local
 `ipc://` sockets (a `tcp://*` endpoint would publish to the whole network), eager mode (ready in
 about half a minute; compiled graphs take twice that and are not cached), and the cached prompt
-tokens of each request in its usage report. Node 04, the tests and benchmarks/vs_vllm.py all use
-the defaults below. Standard library only: any Python can run this file.
+tokens of each request in its usage report. Those settings, which node 04, the watcher, the tests
+and benchmarks/vs_vllm.py share, live in vllm_watch/defaults.py. Standard library only, besides
+that module (standard library only too): any Python runs it from the checkout, vLLM's included.
 """
 
 from __future__ import annotations
@@ -26,19 +27,21 @@ import time
 import urllib.request
 from pathlib import Path
 
+from vllm_watch.defaults import (
+    BLOCK_SIZE,
+    DEFAULT_EVENTS,
+    DEFAULT_PORT,
+    DEFAULT_REPLAY,
+    MODEL_NAME,
+    NUM_BLOCKS,
+    VENV,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
-VENV = Path(os.environ.get("KVVIZ_VLLM_VENV", ROOT / ".venv-vllm"))
 PYTHON = VENV / "bin" / "python"
 MODEL_DIR = VENV / "kvviz-model"
 UNAVAILABLE = VENV / "UNAVAILABLE"  # written by `make vllm-test-setup` when vLLM cannot be installed
-MODEL_NAME = "kvviz"
-BLOCK_SIZE = 32
-NUM_BLOCKS = 64
 MAX_MODEL_LEN = 1024
-DEFAULT_PORT = 8000
-DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
-DEFAULT_EVENTS = f"ipc://{VENV}/kv-events"
-DEFAULT_REPLAY = f"ipc://{VENV}/kv-replay"
 START_TIMEOUT_S = 240
 
 

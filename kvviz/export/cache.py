@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("kvviz", "engine", "kernels")  # every .py, .js, .css and .c file under these
+SOURCES = ("kvviz", "engine", "kernels", "vllm_watch")  # every .py, .js, .css and .c file under these
 SUFFIXES = {".py", ".js", ".css", ".c"}
 
 

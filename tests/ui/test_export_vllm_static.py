@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from kvviz.nodes.vllm.monitor import Endpoints
-from kvviz.nodes.vllm.recording import load
+from kvviz.nodes.vllm.shipped import PATH
 from kvviz.nodes.vllm.state import VllmState
 from kvviz.nodes.vllm.text import CARDS
 from kvviz.nodes.vllm.view import VllmView
+from vllm_watch.recording import load
+from vllm_watch.snapshot import Endpoints
 
 pytestmark = pytest.mark.ui
 
@@ -29,7 +30,7 @@ def metric(page, label: str):
 
 
 def test_node_04_plays_the_vllm_recording_labelled_as_one(offline, static_site):
-    page, rec = offline, load()
+    page, rec = offline, load(PATH)
     page.goto((static_site / "vllm.html").as_uri())
     page.wait_for_function("document.documentElement.dataset.kvReadyVllm === '1'")
     status = page.locator(".kv-vllm-status")

@@ -10,8 +10,9 @@ import pytest
 from phone_checks import FIT_JS, PHONE
 from playwright.sync_api import expect
 
-from kvviz.nodes.vllm.recording import load
+from kvviz.nodes.vllm.shipped import PATH
 from tools.browser import Server, settled
+from vllm_watch.recording import load
 
 pytestmark = pytest.mark.ui
 
@@ -26,7 +27,7 @@ def no_vllm_url():
 
 
 def test_node_04_without_vllm_plays_the_recording(page, no_vllm_url):
-    rec = load()
+    rec = load(PATH)
     page.goto(f"{no_vllm_url}?node=vllm")
     status = page.locator(".kv-vllm-status")
     expect(status).to_have_attribute("data-state", "recording", timeout=30_000)
@@ -54,7 +55,7 @@ def test_node_04_on_a_phone_keeps_its_tree_labels_in_their_boxes(browser, no_vll
     a short hash or its block number), which fit; the hover keeps the whole text."""
     context = browser.new_context(**PHONE)
     page = context.new_page()
-    rec = load()
+    rec = load(PATH)
     page.goto(f"{no_vllm_url}?node=vllm")
     expect(page.locator('.kv-metric[data-label="SAME TOKENS"] .kv-value')).to_have_text(
         f"{len(rec.exchanges)} / {len(rec.exchanges)}", timeout=60_000)

@@ -1,7 +1,7 @@
 """Node 04 in the static export (kvviz/export): the shipped vLLM recording, one snapshot per state.
 
 The live node plays `assets/vllm-recording.json` through the watcher's own code when no vLLM
-answers (kvviz/nodes/vllm/recording.py); the export records the same view at each of those
+answers (shipped.py); the export records the same view at each of those
 snapshots (`VllmState.show_recorded`), so its Replay button steps through them in the browser,
 with the same figures, the status line saying it is a recording (vLLM's version and the date).
 Sending questions needs a vLLM: those controls are hidden in recording mode, and disabled.

@@ -2,12 +2,13 @@
 
     python -m kvviz.nodes.vllm.record [assets/vllm-recording.json]
 
-Starts vLLM's CPU build (in $KVVIZ_VLLM_VENV, default .venv-vllm) serving kvviz's model, watches
-it with the lesson's own watcher (kvviz/nodes/vllm/monitor.py), which keeps every KV-event message
-and /metrics scrape it reads, sends node 03's four questions together and then two more, one after
-the other, and writes the recording (kvviz/nodes/vllm/recording.py) with the vLLM version and
-time. Before writing, the recording is played back and must give the live watcher's own tree and
-metrics. About a minute on two cores.
+Starts vLLM's CPU build (in $KVVIZ_VLLM_VENV, default .venv-vllm; the launcher
+tools/vllm_server.py) serving kvviz's model, watches it with the watcher's recorder
+(vllm_watch/recorder.py), which keeps every KV-event message and /metrics scrape it reads, sends
+node 03's four questions together and then two more, one after the other, and writes the
+recording (vllm_watch/recording.py's format) with vLLM's answers, its version and the time.
+Before writing, the recording is played back (vllm_watch/playback.py) and must give the live
+watcher's own tree and metrics. About a minute on two cores.
 """
 
 from __future__ import annotations
@@ -21,44 +22,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kvviz.nodes.prompts import MORE_QUESTIONS
-from kvviz.nodes.vllm import client
-from kvviz.nodes.vllm.monitor import Endpoints, Monitor, VllmSnapshot
-from kvviz.nodes.vllm.recording import FORMAT, PATH, RecordingError, parse, play
 from kvviz.nodes.vllm.scenario import LESSON_QUESTIONS, MAX_NEW_TOKENS, prompt_for
-from tools import vllm_server as server
+from kvviz.nodes.vllm.shipped import PATH
+from tools import vllm_server as server  # (the launcher: this command starts a vLLM)
+from vllm_watch import client
+from vllm_watch.defaults import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS, VENV
+from vllm_watch.playback import play
+from vllm_watch.recorder import Recorder
+from vllm_watch.recording import FORMAT, RecordingError, parse
+from vllm_watch.snapshot import Endpoints, VllmSnapshot
 
 PAUSE_S = 2.0  # seconds between the parts of the session, so the charts show each one
-
-
-class Recorder(Monitor):
-    """The live watcher, keeping what it reads: each KV-event message once (as it arrived, from
-    the subscription or the replay socket) and each scrape (the lines it reads; null when the same
-    as the last one), with the time. It scrapes ten times a second: vLLM answers a request on
-    this CPU within a second, and a scrape a second would rarely see one running."""
-
-    scrape_s = 0.1
-
-    def __init__(self, endpoints: Endpoints):
-        self.items: list[dict] = []
-        self._seqs: set[int] = set()
-        self._last_text: str | None = None
-        super().__init__(endpoints)
-
-    def _received(self, frames: list[bytes]) -> None:
-        if len(frames) != 3 or len(frames[1]) != 8:
-            return
-        seq = int.from_bytes(frames[1], "big", signed=True)
-        if seq < 0 or seq in self._seqs:
-            return
-        self._seqs.add(seq)
-        self.items.append({"t": round(self._now(), 3), "frames": [f.hex() for f in frames]})
-
-    def _fetch_metrics(self) -> client.VllmMetrics:
-        t = round(self._now(), 3)
-        text = client.series_read(client.metrics_text(self.endpoints.url))
-        self.items.append({"t": t, "metrics": None if text == self._last_text else text})
-        self._last_text = text
-        return client.parse_metrics(text)
 
 
 def vllm_version() -> str:
@@ -78,7 +52,7 @@ def session(srv: server.VllmServer, questions: list[list[str]] | None = None) ->
         with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
             for g, group in enumerate(groups):
                 time.sleep(PAUSE_S)
-                futures = [pool.submit(client.complete, srv.url, server.MODEL_NAME, prompt_for(q), MAX_NEW_TOKENS)
+                futures = [pool.submit(client.complete, srv.url, MODEL_NAME, prompt_for(q), MAX_NEW_TOKENS)
                            for q in group]
                 for q, f in zip(group, futures, strict=True):
                     c = f.result()
@@ -92,7 +66,7 @@ def session(srv: server.VllmServer, questions: list[list[str]] | None = None) ->
         rec.stop()
     data = {"format": FORMAT, "vllm_version": vllm_version(),
             "recorded": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "model": last.model,
-            "block_size": server.BLOCK_SIZE, "num_blocks": server.NUM_BLOCKS, "max_new_tokens": MAX_NEW_TOKENS,
+            "block_size": BLOCK_SIZE, "num_blocks": NUM_BLOCKS, "max_new_tokens": MAX_NEW_TOKENS,
             "exchanges": exchanges, "items": rec.items}
     return data, last
 
@@ -107,7 +81,7 @@ def check(data: dict, live: VllmSnapshot) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     out = Path(argv[0]) if argv else PATH
-    print(f"Starting vLLM from {server.VENV} (about half a minute)…", flush=True)
+    print(f"Starting vLLM from {VENV} (about half a minute)…", flush=True)
     with server.VllmServer() as srv:
         data, live = session(srv)
     check(data, live)

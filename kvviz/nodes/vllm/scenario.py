@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from engine import Engine, EngineConfig, Snapshot
 from kvviz.nodes.prompts import QUESTION_CLOSE, QUESTION_OPEN, QUESTIONS, SYSTEM_PROMPT
-from kvviz.nodes.vllm.wire import block_hashes
-from tools.vllm_server import BLOCK_SIZE, NUM_BLOCKS
+from vllm_watch.defaults import BLOCK_SIZE, NUM_BLOCKS
+from vllm_watch.wire import block_hashes
 
 MAX_NEW_TOKENS = 64  # per request, in both engines: 121 + 64 tokens fill 5 blocks of 32
 LESSON_QUESTIONS = QUESTIONS  # node 03's four questions, after its 96-token (3-block) system prompt

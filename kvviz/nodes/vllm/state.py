@@ -1,6 +1,6 @@
 """Node 04's state: the student's requests to vLLM, our engine serving the same ones, and the
 latest picture of vLLM's cache (param only, no Panel): live when a vLLM answers, else the
-recording in assets/ (kvviz/nodes/vllm/recording.py), played through the watcher's own code,
+recording in assets/ (shipped.py), played through the watcher's own code (vllm_watch/),
 with vLLM's recorded answers and our engine serving the same questions.
 
 Cheap to build (the lesson builds every node's state for every session): nothing connects, no
@@ -22,10 +22,11 @@ import param
 from engine import Snapshot
 from kvviz import formatting as fmt
 from kvviz.nodes.prompts import MORE_QUESTIONS
-from kvviz.nodes.vllm import client, monitor, recording
-from kvviz.nodes.vllm.monitor import VllmSnapshot
-from kvviz.nodes.vllm.recording import Played
+from kvviz.nodes.vllm import shipped
 from kvviz.nodes.vllm.scenario import LESSON_QUESTIONS, MAX_NEW_TOKENS, Exchange, Mirror, prompt_for
+from vllm_watch import client, monitor
+from vllm_watch.playback import Played
+from vllm_watch.snapshot import Endpoints, VllmSnapshot
 
 MAX_EXCHANGES = 12  # requests listed (the oldest drop off)
 MAX_PENDING = 8  # a session's requests in flight at once
@@ -58,7 +59,7 @@ class VllmState(param.Parameterized):
     notice = param.String(default="")
     batch_updates = param.Callable(default=contextlib.nullcontext, precedence=-1)
 
-    def __init__(self, endpoints: monitor.Endpoints | None = None, **params):
+    def __init__(self, endpoints: Endpoints | None = None, **params):
         super().__init__(**params)
         self._endpoints = endpoints
         self._monitor: monitor.Monitor | None = None
@@ -77,7 +78,7 @@ class VllmState(param.Parameterized):
         recording while no vLLM answers)."""
         if self._monitor is None:
             self._monitor = monitor.shared(self._endpoints).start()
-            played = recording.shipped()
+            played = shipped.shipped()
             if isinstance(played, Played):
                 self.recording = played
             else:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from kvviz import formatting as fmt
 from kvviz.nodes.vllm.scenario import MAX_NEW_TOKENS
-from tools.vllm_server import BLOCK_SIZE
+from vllm_watch.defaults import BLOCK_SIZE
 
 TITLE = "A real engine"
 

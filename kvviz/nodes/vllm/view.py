@@ -25,7 +25,7 @@ from kvviz.nodes.vllm import text
 from kvviz.nodes.vllm.state import VllmState
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.redraw import Redraw
-from tools.vllm_server import MODEL_NAME, NUM_BLOCKS
+from vllm_watch.defaults import MODEL_NAME, NUM_BLOCKS
 
 POLL_MS = 500
 STATUS_COLOURS = {"connected": "#009E73", "recording": "#0072B2", "waiting": "#E69F00", "disconnected": "#D55E00"}

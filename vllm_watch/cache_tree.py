@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvviz.nodes.vllm.wire import (
+from vllm_watch.wire import (
     DEFAULT_HASH_SEED,
     AllBlocksCleared,
     BlockRemoved,
@@ -46,7 +46,8 @@ class TreeView:
     def prefix_tokens(self, block_hash: int) -> tuple[int, ...] | None:
         """Every token from the prompt's start to the end of this block, or None when an
         ancestor is not in the tree (evicted first, or stored before this subscriber joined)."""
-        index, parts, h = self.by_hash(), [], block_hash
+        index, parts = self.by_hash(), list[tuple[int, ...]]()
+        h: int | None = block_hash
         while h is not None:
             b = index.get(h)
             if b is None:
@@ -67,7 +68,7 @@ class TreeView:
 class CacheTree:
     """Mutable: apply event batches in sequence order; `view()` for an immutable picture."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.clear()
 
     def clear(self) -> None:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
@@ -62,7 +64,7 @@ class EventBatch:
     dp_rank: int | None = None
 
 
-def wire_hash(h) -> int:
+def wire_hash(h: object) -> int:
     """A block hash as an int: vLLM sends the low 64 bits as an int (the default) or the whole
     32-byte digest as bytes (VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0); both become the low 64 bits."""
     if isinstance(h, bytes | bytearray):
@@ -72,21 +74,22 @@ def wire_hash(h) -> int:
     raise ValueError(f"a block hash must be an int or bytes, got {type(h).__name__}")
 
 
-def _fields(raw, names: tuple[str, ...]) -> dict:
+def _fields(raw: Any, names: tuple[str, ...]) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
     return dict(zip(names, raw[1:], strict=False))  # array form: [tag, field, field, ...]
 
 
-def decode_event(raw) -> Event | None:
-    """One event (map or array form); None for an event type this lesson does not know."""
+def decode_event(raw: Any) -> Event | None:
+    """One event (map or array form, as msgpack decoded it); None for an event type not known here."""
     kind = raw.get("type") if isinstance(raw, dict) else (raw[0] if raw else None)
     if kind == "BlockStored":
         f = _fields(raw, _STORED_FIELDS)
         parent = f.get("parent_block_hash")
         return BlockStored(tuple(wire_hash(h) for h in f["block_hashes"]),
                            None if parent is None else wire_hash(parent),
-                           tuple(int(t) for t in f["token_ids"]), int(f["block_size"]), f.get("medium"))
+                           tuple(int(t) for t in f["token_ids"]), int(f["block_size"]),
+                           f.get("medium"))
     if kind == "BlockRemoved":
         f = _fields(raw, _REMOVED_FIELDS)
         return BlockRemoved(tuple(wire_hash(h) for h in f["block_hashes"]), f.get("medium"))
@@ -99,10 +102,11 @@ def decode_frames(frames: list[bytes]) -> EventBatch:
     """One published message (topic, sequence, payload) -> EventBatch. Raises ValueError on a
     message that is not one."""
     if len(frames) != 3 or len(frames[1]) != 8:
-        raise ValueError(f"a KV-event message has 3 frames (topic, 8-byte sequence, payload), got {len(frames)}")
+        raise ValueError("a KV-event message has 3 frames (topic, 8-byte sequence, payload), "
+                         f"got {len(frames)}")
     seq = int.from_bytes(frames[1], "big", signed=True)
     try:
-        body = msgspec.msgpack.decode(frames[2])
+        body: Any = msgspec.msgpack.decode(frames[2])
         ts, raw_events = body[0], body[1]
         dp_rank = body[2] if len(body) > 2 else None
         events = tuple(e for e in (decode_event(r) for r in raw_events) if e is not None)
@@ -116,10 +120,10 @@ def none_hash(seed: str = DEFAULT_HASH_SEED) -> bytes:
     return hashlib.sha256(pickle.dumps(seed, protocol=pickle.HIGHEST_PROTOCOL)).digest()
 
 
-def block_hashes(tokens, block_size: int, seed: str = DEFAULT_HASH_SEED) -> list[int]:
+def block_hashes(tokens: Sequence[int], block_size: int, seed: str = DEFAULT_HASH_SEED) -> list[int]:
     """vLLM's wire hash of each full block of `tokens` (sha256 prefix caching, no LoRA, no
     multimodal input, no cache salt), as vLLM 0.32's `hash_block_tokens` chains them."""
-    parent, out = none_hash(seed), []
+    parent, out = none_hash(seed), list[int]()
     for i in range(len(tokens) // block_size):
         page = tuple(int(t) for t in tokens[i * block_size:(i + 1) * block_size])
         parent = hashlib.sha256(pickle.dumps((parent, page, None), protocol=pickle.HIGHEST_PROTOCOL)).digest()

@@ -1,9 +1,8 @@
-"""One watcher of a vLLM server per process, shared by every session: one ZeroMQ subscription to
-its KV events and one scrape of its /metrics a second, however many students have node 04 open
-(40 students must not open 40 subscriptions). It starts when the first node 04 view is built
-(`shared().start()`), runs in one daemon thread, and publishes immutable `VllmSnapshot`s; a
-session reads the latest one on its own timer (`latest()`), so no session code ever runs on
-this thread.
+"""The watcher: one ZeroMQ subscription to a vLLM's KV events and one scrape of its /metrics a
+second, in one daemon thread, publishing immutable `VllmSnapshot`s (snapshot.py). Readers never
+run on its thread: each reads the latest snapshot on its own timer (`latest()`). `shared()` keeps
+one watcher per server and process, however many readers (node 04 builds one view per student,
+and 40 students must not open 40 subscriptions); it starts on `start()`, not when made.
 
 Gaps are repaired: the first batch seen, a jump in sequence numbers, or a restarted server
 (its `process_start_time_seconds` changed) makes the watcher ask vLLM's replay socket for the
@@ -14,61 +13,29 @@ disconnected, and picked up again, its cache rebuilt, when it comes back.
 from __future__ import annotations
 
 import collections
-import os
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 import zmq
 
-from kvviz.nodes.vllm.cache_tree import CacheTree, TreeView
-from kvviz.nodes.vllm.client import VllmMetrics, fetch_metrics, served_model
-from kvviz.nodes.vllm.wire import EventBatch, decode_frames
-from tools import vllm_server as server
+from vllm_watch.cache_tree import CacheTree
+from vllm_watch.client import fetch_metrics, served_model
+from vllm_watch.metrics import VllmMetrics
+from vllm_watch.snapshot import Endpoints, Sample, VllmSnapshot
+from vllm_watch.wire import EventBatch, decode_frames
 
 SCRAPE_S = 1.0  # /metrics period
 HISTORY = 600  # samples kept for the plots: one per change of the metrics, at least every HEARTBEAT_S
 HEARTBEAT_S = 5.0
 REPLAY_TIMEOUT_MS = 2000
-
-
-@dataclass(frozen=True)
-class Endpoints:
-    url: str = field(default_factory=lambda: os.environ.get("KVVIZ_VLLM_URL", server.DEFAULT_URL).rstrip("/"))
-    events: str = field(default_factory=lambda: os.environ.get("KVVIZ_VLLM_EVENTS", server.DEFAULT_EVENTS))
-    replay: str = field(default_factory=lambda: os.environ.get("KVVIZ_VLLM_REPLAY", server.DEFAULT_REPLAY))
-
-
-@dataclass(frozen=True)
-class Sample:
-    t: float  # seconds since the epoch
-    kv_usage: float
-    hit_rate: float
-    running: float
-    waiting: float
-    preemptions: float
-
-
-@dataclass(frozen=True)
-class VllmSnapshot:
-    """What the watcher knows at one moment (immutable)."""
-
-    version: int
-    status: str  # "waiting" (never answered yet), "connected", "disconnected"
-    endpoints: Endpoints
-    model: str | None
-    metrics: VllmMetrics | None
-    tree: TreeView
-    history: tuple[Sample, ...]
-    last_seq: int | None
-    since: float  # when the status last changed
-    restarts: int  # servers seen to restart (their cache started again empty)
+THREAD_NAME = "vllm-watch"
 
 
 class Monitor:
     scrape_s = SCRAPE_S  # (a recorder scrapes more often, to catch requests while they run)
 
-    def __init__(self, endpoints: Endpoints):
+    def __init__(self, endpoints: Endpoints) -> None:
         self.endpoints = endpoints
         self._tree = CacheTree()
         self._history: collections.deque[Sample] = collections.deque(maxlen=HISTORY)
@@ -83,11 +50,11 @@ class Monitor:
         self._version = 0
         self._snapshot = self._build()
 
-    # -- for sessions -------------------------------------------------------------------------
+    # -- for readers --------------------------------------------------------------------------
     def start(self) -> Monitor:
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="kvviz-vllm-monitor", daemon=True)
+                self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
                 self._thread.start()
         return self
 
@@ -99,7 +66,7 @@ class Monitor:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    def wait_for(self, predicate, timeout: float = 30.0) -> VllmSnapshot:
+    def wait_for(self, predicate: Callable[[VllmSnapshot], bool], timeout: float = 30.0) -> VllmSnapshot:
         """Block until `predicate(snapshot)` holds (tests, benchmarks); TimeoutError otherwise."""
         deadline = time.monotonic() + timeout
         while not predicate(snap := self._snapshot):
@@ -110,7 +77,7 @@ class Monitor:
 
     # -- the thread -----------------------------------------------------------------------------
     def _run(self) -> None:
-        ctx = zmq.Context.instance()
+        ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
         sub = ctx.socket(zmq.SUB)
         sub.setsockopt(zmq.SUBSCRIBE, b"")
         sub.setsockopt(zmq.LINGER, 0)
@@ -130,7 +97,7 @@ class Monitor:
         finally:
             sub.close()
 
-    # -- what the watcher reads (a recording replaces these: kvviz/nodes/vllm/recording.py) -------
+    # -- what the watcher reads (a playback replaces these: playback.py; a recorder keeps them) ---
     def _now(self) -> float:
         return time.time()
 
@@ -193,7 +160,7 @@ class Monitor:
             self._apply(batch)
 
     def _replay(self, start: int) -> list[EventBatch]:
-        ctx = zmq.Context.instance()
+        ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
         sock = ctx.socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.RCVTIMEO, REPLAY_TIMEOUT_MS)
@@ -220,7 +187,8 @@ class Monitor:
 
     def _build(self) -> VllmSnapshot:
         return VllmSnapshot(self._version, self._status, self.endpoints, self._model, self._metrics,
-                            self._tree.view(), tuple(self._history), self._last_seq, self._since, self._restarts)
+                            self._tree.view(), tuple(self._history), self._last_seq, self._since,
+                            self._restarts)
 
     def _publish(self) -> None:
         self._version += 1
@@ -232,8 +200,8 @@ _SHARED_LOCK = threading.Lock()
 
 
 def shared(endpoints: Endpoints | None = None) -> Monitor:
-    """The process's one watcher of these endpoints (default: $KVVIZ_VLLM_URL, $KVVIZ_VLLM_EVENTS,
-    $KVVIZ_VLLM_REPLAY, else `make vllm`'s). Not started: call `.start()`."""
+    """The process's one watcher of these endpoints (default: `Endpoints()`, from the environment
+    or `make vllm`'s). Not started: call `.start()`."""
     endpoints = endpoints or Endpoints()
     with _SHARED_LOCK:
         if endpoints not in _SHARED:
