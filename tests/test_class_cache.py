@@ -45,6 +45,10 @@ def test_the_projector_view_waits_for_a_question_then_draws_the_tree_and_cards()
     assert view.tree is not None and view.empty.object == ""
     m = cache.snapshot().metrics
     assert f"<dt>BLOCKS STORED</dt><dd>{m.blocks_stored} blk</dd>" in view.cards.object and "SAVED" in view.cards.object
+    assert "<dt>QUESTIONS ASKED</dt><dd>1</dd>" in view.cards.object
+    cache.ask("a second question?")
+    view.refresh()
+    assert "<dt>QUESTIONS ASKED</dt><dd>2</dd>" in view.cards.object
     labels = list(view.tree.nodes.data["text"])
     assert any("<b>bold</b>" in str(t) for t in labels)  # (a Bokeh text glyph: plain text, never HTML)
     view.refresh()  # (nothing new: nothing redrawn)

@@ -1,5 +1,6 @@
 """The class's radix tree, for the teacher's projector: the server's own class cache
-(class_cache.py) drawn with node 03's tree figure and its three cards, read again every 2 s."""
+(class_cache.py) drawn with node 03's tree figure and its three cards, and how many questions it
+holds, looked at again every second (drawn again only when a question came)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ NOTE = ("Every question your students type in node 03 is also asked here, in one
         "sharing: the system prompt is stored once (the trunk), each question adds its own branch. "
         "{backends}")
 ONE_SERVER = "These are the questions asked on this server."
-POLL_MS = 2000
+POLL_MS = 1000  # (a look compares one count: a question shows within about a second of its answer)
+ASKED = "QUESTIONS ASKED"
 
 
 class ClassTreeView(pn.viewable.Viewer):
@@ -52,9 +54,12 @@ class ClassTreeView(pn.viewable.Viewer):
             return ""
         m = self.snapshot.metrics
         # (node 03's three cards, as large figures for the projector; each says what it counts)
+        cards = [(c.label, c.value(m), c.counts) for c in text.CARDS]
+        cards.append((ASKED, str(self.cache.asked), "the students' questions this server has answered and kept"))
         return ('<dl class="kv-class-cards">' + "".join(
-            f'<div title="{html.escape(c.counts, quote=True)}"><dt>{html.escape(c.label)}</dt><dd>{html.escape(c.value(m))}</dd></div>'
-            for c in text.CARDS) + "</dl>")
+            f'<div title="{html.escape(counts, quote=True)}" data-label="{html.escape(label, quote=True)}">'
+            f'<dt>{html.escape(label)}</dt><dd>{html.escape(value)}</dd></div>'
+            for label, value, counts in cards) + "</dl>")
 
     def _empty_html(self) -> str:
         return ('<p class="kv-note">No question typed yet: when students type their own questions in node 03, '
