@@ -1,0 +1,272 @@
+"""The teacher's class under `make class` (issue 31's goals): the roster, the class's commands, what
+the students' pages cost the server while they wait, and the class's radix tree.
+
+    python -m benchmarks.classroom_teacher [--students 120] [--arrive-s 20] [--backends 2]
+                                           [--probes 2] [--questions 40] [--json PATH]
+
+It starts `make class`'s server (nginx in front of BACKENDS backends, deploy/class_server.py) on
+loopback with a class database of its own, and measures:
+
+1. roster: STUDENTS plain clients, each from its own loopback address, arrive over ARRIVE_S and
+   act as a played page does (kvviz/export/classroom.js): a first report (answered with its token),
+   then the class state, held by the server until it changes (`?since=`); a Chromium teacher page
+   on /teacher (unlocked with the passphrase) reads its roster: for the k-th arrival, the time
+   until the roster counts k students;
+2. steady state: the backends' CPU over STEADY_S with nobody there, then with every student
+   waiting on the class state (their cost: the difference, in % of one core);
+3. commands: the teacher sends Pause, Resume and Follow me (`POST /lesson-class` with the
+   passphrase, through nginx); for each plain student, the time from the command's answer to the
+   new state in its hands; for PROBES Chromium pages on `/`, the time until "Eyes on the teacher"
+   covers them (pause) and is gone (resume);
+4. the class's tree: QUESTIONS live questions in node 03, typed over a minute from their own
+   addresses to the backend that serves the teacher page; the time from each answer until the
+   teacher page's QUESTIONS ASKED counts it (kvviz/nodes/radix/class_view.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import statistics
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+from benchmarks.classroom_server import StartedServer, cpu_seconds, read_state
+from benchmarks.common import percentile
+
+STEADY_S = 20.0
+PASSPHRASE = f"bench {secrets.token_hex(6)}"
+NODES = ("fragmentation", "paging", "radix")
+
+
+def source(i: int) -> str:
+    return f"127.1.{i // 250}.{i % 250 + 1}"
+
+
+async def request(port: int, method: str, path: str, src: str, body: bytes = b"",
+                  headers: dict | None = None, timeout: float = 60) -> tuple[int, bytes]:
+    """(status, body) of one HTTP/1.0 request to 127.0.0.1:port sent from `src`."""
+    async def go():
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(src, 0))
+        head = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        writer.write(f"{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n{head}"
+                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        await writer.drain()
+        raw = await reader.read()
+        writer.close()
+        top, _, rest = raw.partition(b"\r\n\r\n")
+        return int(top.split(b" ", 2)[1]), rest
+    return await asyncio.wait_for(go(), timeout)
+
+
+class Student:
+    """A played page's class channel: its first report, then the class state, held."""
+
+    def __init__(self, i: int, port: int):
+        self.i, self.port, self.src = i, port, source(i)
+        self.id = secrets.token_hex(16)
+        self.states: list[tuple[float, dict]] = []  # (when it came, the state)
+        self.errors: list[str] = []
+
+    async def run(self) -> None:
+        report = {"student_id": self.id, "node": NODES[self.i % 3], "predicted": [], "name": f"Student {self.i}"}
+        status, _ = await request(self.port, "POST", "/lesson-report", self.src, json.dumps(report).encode(),
+                                  {"Content-Type": "application/json"})
+        self.reported = time.perf_counter()
+        if status != 200:
+            self.errors.append(f"report {status}")
+        tag = ""
+        while True:  # (until the benchmark cancels it)
+            try:
+                since = f"?since={tag}" if tag else ""
+                status, body = await request(self.port, "GET", f"/lesson-class{since}", self.src, timeout=40)
+                if status == 200:
+                    state = json.loads(body)
+                    if state["tag"] != tag:
+                        self.states.append((time.perf_counter(), state))
+                    tag = state["tag"]
+                else:
+                    self.errors.append(f"class {status}")
+                    await asyncio.sleep(1)
+            except (OSError, TimeoutError, ValueError) as e:
+                self.errors.append(type(e).__name__)
+                await asyncio.sleep(1)
+
+    def reached(self, after: float, test) -> float | None:
+        for t, state in self.states:
+            if t >= after and test(state):
+                return t - after
+        return None
+
+
+def backends_cpu(port: int) -> float:
+    return sum(cpu_seconds(b["pid"]) or 0.0 for b in (read_state(port) or {}).get("backends", []))
+
+
+def command(port: int, what: dict) -> float:
+    """Send a teacher's command through nginx; the time its answer came."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/lesson-class", data=json.dumps(what).encode(),
+                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {PASSPHRASE}"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status == 200
+    return time.perf_counter()
+
+
+def stats(values: list[float]) -> dict:
+    if not values:
+        return {"n": 0}
+    return {"n": len(values), "p50": round(statistics.median(values), 3), "p95": round(percentile(values, 95), 3),
+            "max": round(max(values), 3)}
+
+
+def run(a) -> dict:
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+    from tools.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: PLC0415
+
+    out: dict = {"students": a.students, "backends": a.backends, "load_before": os.getloadavg()[0]}
+    db = os.path.join(tempfile.mkdtemp(prefix="kvviz-teacher-bench-"), "class.db")
+    os.environ.update(KVVIZ_DB=db, KVVIZ_TEACHER_KEY=PASSPHRASE)
+    with StartedServer(a.port, backends=a.backends, base_port=a.port + 1), sync_playwright() as p:
+        base = f"http://127.0.0.1:{a.port}/"
+        while not json.loads(urllib.request.urlopen(base + "lesson-status", timeout=30).read())["ready"]:
+            time.sleep(1)
+        teacher_port = read_state(a.port)["backends"][0]["port"]
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        teacher = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
+        teacher.set_default_timeout(120_000)
+        teacher.goto(f"http://127.0.0.1:{teacher_port}/teacher")
+        teacher.get_by_label("Teacher passphrase").fill(PASSPHRASE)
+        teacher.get_by_role("button", name="Open the class").click()
+        teacher.locator(".kv-r").first.wait_for()
+        probes = []
+        for _ in range(a.probes):
+            page = browser.new_context().new_page()
+            page.set_default_timeout(120_000)
+            page.goto(base)
+            page.wait_for_function("document.documentElement.dataset.kvReadyRadix === '1'")
+            probes.append(page)
+
+        cpu0, t0 = backends_cpu(a.port), time.perf_counter()
+        time.sleep(STEADY_S)
+        idle = (backends_cpu(a.port) - cpu0) / (time.perf_counter() - t0)
+
+        # the class arrives, in an event loop of its own
+        loop = asyncio.new_event_loop()
+        students = [Student(i, a.port) for i in range(a.students)]
+        arrive = [a.arrive_s * i / max(1, a.students) for i in range(a.students)]
+        t_class = time.perf_counter()
+
+        async def crowd():
+            async def one(s, delay):
+                await asyncio.sleep(delay)
+                await s.run()
+            await asyncio.gather(*(one(s, d) for s, d in zip(students, arrive, strict=True)),
+                                 return_exceptions=True)
+        threading.Thread(target=lambda: loop.run_until_complete(crowd()), daemon=True).start()
+        counted = {}  # roster count -> when the teacher page first showed it
+        total = teacher.locator(".kv-r-total b").first
+        while time.perf_counter() - t_class < a.arrive_s + 15 and len(counted) < a.students:
+            try:
+                n = int(total.text_content(timeout=2000) or 0)
+            except Exception:  # noqa: BLE001
+                n = 0
+            now = time.perf_counter()
+            for k in range(1, n + 1):
+                counted.setdefault(k, now)
+            time.sleep(0.1)
+        arrivals = sorted(s.reported for s in students if hasattr(s, "reported"))
+        out["roster_s"] = stats([counted[k + 1] - t for k, t in enumerate(arrivals) if k + 1 in counted])
+        out["roster_missing"] = a.students - len(counted)
+
+        time.sleep(3)
+        cpu0, t0 = backends_cpu(a.port), time.perf_counter()
+        time.sleep(STEADY_S)
+        busy = (backends_cpu(a.port) - cpu0) / (time.perf_counter() - t0)
+        out["steady_cpu_pct_of_core"] = {"idle": round(100 * idle, 2), "class": round(100 * busy, 2),
+                                         "class_cost": round(100 * (busy - idle), 2)}
+
+        # the teacher's commands
+        reach, probe_s = [], []
+        tests = [("pause", {"command": "pause"}, lambda s: s["paused"]),
+                 ("resume", {"command": "resume"}, lambda s: not s["paused"]),
+                 ("follow", {"command": "follow", "node": "radix", "query": "?sharing=0"},
+                  lambda s: s["follow"]["node"] == "radix")]
+        for name, what, test in tests:
+            at = command(a.port, what)
+            for page in probes:
+                dialog = page.get_by_role("alertdialog")
+                if name == "pause":
+                    dialog.wait_for(state="visible")
+                    probe_s.append(time.perf_counter() - at)
+                elif name == "resume":
+                    dialog.wait_for(state="detached")
+                    probe_s.append(time.perf_counter() - at)
+            time.sleep(3)
+            reach += [s.reached(at, test) for s in students]
+        out["command_reach_s"] = stats([r for r in reach if r is not None])
+        out["command_missed"] = sum(r is None for r in reach)
+        out["probe_pause_resume_s"] = stats(probe_s)
+
+        # the class's tree: questions to the teacher page's backend, from their own addresses
+        asked = teacher.locator('.kv-class-cards [data-label="QUESTIONS ASKED"] dd').first
+        answered: list[tuple[float, int]] = []
+
+        async def questions():
+            for k in range(a.questions):
+                q = urllib.parse.urlencode([("node", "radix"), ("sharing", "1"),
+                                            ("op", f"ask:Question {k} of the bench, {secrets.token_hex(3)}?")])
+                status, _ = await request(teacher_port, "GET", f"/lesson-live?{q}", source(1000 + k), timeout=120)
+                answered.append((time.perf_counter(), status))
+                await asyncio.sleep(max(0.0, 60.0 / a.questions))
+        qloop = asyncio.new_event_loop()
+        qt = threading.Thread(target=lambda: qloop.run_until_complete(questions()), daemon=True)
+        qt.start()
+        seen: dict[int, float] = {}
+        while qt.is_alive() or len(seen) < sum(1 for _t, s in answered if s == 200):
+            try:
+                n = int(asked.text_content(timeout=2000) or 0)
+            except Exception:  # noqa: BLE001
+                n = 0
+            now = time.perf_counter()
+            for k in range(1, n + 1):
+                seen.setdefault(k, now)
+            if not qt.is_alive() and time.perf_counter() - answered[-1][0] > 15:
+                break
+            time.sleep(0.1)
+        ok = [t for t, s in answered if s == 200]
+        out["questions"] = {"sent": a.questions, "answered": len(ok), "refused": [s for _t, s in answered if s != 200]}
+        out["tree_after_answer_s"] = stats([seen[k + 1] - t for k, t in enumerate(ok) if k + 1 in seen])
+        loop.call_soon_threadsafe(lambda: [t.cancel() for t in asyncio.all_tasks(loop)])
+        out["student_errors"] = sorted({e for s in students for e in s.errors})[:10]
+        browser.close()
+    out["load_after"] = os.getloadavg()[0]
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--students", type=int, default=120)
+    ap.add_argument("--arrive-s", type=float, default=20.0)
+    ap.add_argument("--backends", type=int, default=2)
+    ap.add_argument("--probes", type=int, default=2)
+    ap.add_argument("--questions", type=int, default=40)
+    ap.add_argument("--port", type=int, default=5490)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args(argv)
+    out = run(a)
+    print(json.dumps(out, indent=2))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=2)
+    return out
+
+
+if __name__ == "__main__":
+    main()
