@@ -69,6 +69,7 @@ class NodeState(param.Parameterized):
         figure it changes. Outside a served session this batches nothing. `warn`: the notice is
         a refusal; `at`: where it shows; `reads`: an engine step, whose reads the strips light."""
         with self.batch_updates():
+            self._before_refresh()
             snapshots = self._snapshots() if snapshots is None else snapshots
             if extra.get("predicted", True) is None:  # (a prediction dropped on purpose: Reset)
                 extra.setdefault("prediction_note", "")
@@ -81,7 +82,11 @@ class NodeState(param.Parameterized):
         """A notice alone (nothing else changed)."""
         self.param.update(notice=notice, notice_level="warning" if warn else "info", notice_at=at)
 
+    def _before_refresh(self) -> None:
+        """What a node keeps in step with its engines before each refresh (none by default)."""
+
     def _snapshots(self) -> dict:
+        """The engines' current snapshots, as the params they set: a read, changing nothing."""
         raise NotImplementedError
 
     @staticmethod

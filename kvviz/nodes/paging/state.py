@@ -37,19 +37,24 @@ class PagingState(NodeState):
         self.prompt = self.scenario.next_request()[0]
         self._refresh()
 
+    def _before_refresh(self) -> None:
+        """The block table's choices are the paged pool's requests; a prediction awaiting its
+        outcome is resolved once there is one (admitted or refused: a request added while playing
+        waits a step)."""
+        self.param.request.objects = [r.name for r in self.scenario.paged.snapshot().requests]
+        if self._awaited is not None and self.outcome() != "waiting":
+            self._resolve_prediction()
+            self._awaited = None
+
     def _snapshots(self, show_newest: bool = False) -> dict:
         paged = self.scenario.paged.snapshot()
         names = [r.name for r in paged.requests]
-        self.param.request.objects = names
         if show_newest and names:
             chosen = names[-1]
         else:
             chosen = self.request if self.request in names else (names[0] if names else None)
         # What was added since the defaults, read from the ops (Step back or Rewind can drop some).
         added = [op.prompt for op in self.scenario.paged.ops if op.kind == "add"][PagingScenario.NUM_INITIAL:]
-        if self._awaited is not None and self.outcome() != "waiting":
-            self._resolve_prediction()  # (admitted or refused: a request added while playing waits a step)
-            self._awaited = None
         return {"contiguous": self.scenario.contiguous.snapshot(), "paged": paged, "request": chosen,
                 "added": added, "added_gaps": self._gaps(PagingScenario.NUM_INITIAL)}
 
