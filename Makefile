@@ -89,7 +89,7 @@ chromium:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 		else echo "The browser tests need Debian's Chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
 
-# Node.js checks that every JavaScript file of the lesson parses (tests/test_js_files.py): Debian's.
+# Node.js checks that every JavaScript file of the lesson parses (tests/house/test_js_files.py): Debian's.
 nodejs:
 	@command -v node >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs >/dev/null; \
@@ -98,7 +98,7 @@ nodejs:
 # A C compiler for the engine's decode and extend attention on the CPU (kernels/cpu/*.c, compiled on
 # first use for this CPU into ~/.cache/kvviz/native): Debian's gcc, installed with apt-get when
 # missing (as root). Without one the lesson still runs, on the slower torch reference; the tests
-# need it (tests/test_native_kernel.py).
+# need it (tests/kernels/test_native_kernel.py).
 compiler:
 	@command -v $${CC:-cc} >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null; \

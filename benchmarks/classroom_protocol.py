@@ -23,7 +23,7 @@ The events a browser sends, as captured from BokehJS 3.9 in Chromium:
     scrolled to    {"kind": "ModelChanged", "model": {"id": SENSOR_DATA}, "attr": "near", "new": true}, then
                    the same for "in_view" (a lazily built node's view sensor; false when it scrolls away)
 
-Nothing here does I/O: the framing is unit-tested without a server (tests/test_classroom_smoke.py).
+Nothing here does I/O: the framing is unit-tested without a server (tests/deploy/test_classroom_smoke.py).
 """
 
 from __future__ import annotations

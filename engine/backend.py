@@ -44,7 +44,7 @@ def triton_installed() -> bool:
     """Whether Triton can be imported here (without importing it: that takes seconds)."""
     try:
         return importlib.util.find_spec("triton") is not None
-    except (ImportError, ValueError):  # (a broken install; or one hidden, as tests/test_requirements.py does)
+    except (ImportError, ValueError):  # (a broken install; or one hidden, as tests/deploy/test_requirements.py does)
         return False
 
 

@@ -1,4 +1,6 @@
-"""Shared fixtures for the engine tests.
+"""What every room of the tests shares (each room, tests/<room>/, has its own conftest too):
+an engine over a small model, hostile text, the class database on both stores, the nodes'
+states, the static site, and how the tests are grouped under pytest-xdist.
 
 Tests about cache logic use a small model (`SMALL_MODEL`) on CPU with the torch backend: the
 blocks, ref counts and tokens they check do not depend on the model's size, and it is fast.
@@ -38,45 +40,6 @@ def make_config():
 def make_engine():
     """make_engine(**EngineConfig fields) -> an Engine over the small model (see small_config)."""
     return lambda **overrides: Engine(small_config(**overrides))
-
-
-def run_until_idle(engine: Engine, max_steps: int = 1000) -> int:
-    """Step until nothing is waiting or running, or until a step can do nothing (a waiting request
-    needs blocks that finished requests hold); returns the number of steps that ran. Fails rather
-    than loop forever if the engine keeps stepping without finishing."""
-    for n in range(max_steps):
-        if not engine.has_unfinished() or not engine.step():
-            return n
-    raise AssertionError(f"engine still busy after {max_steps} steps")
-
-
-def serve(engine: Engine, prompts, max_new_tokens: int, max_steps: int = 2000) -> list[int]:
-    """Engine.generate with a step bound: add the prompts, step, release each request as it
-    finishes (so a full pool drains). Returns the request ids; fails rather than loop forever."""
-    ids = [engine.add_request(p, max_new_tokens) for p in prompts]
-    pending = set(ids)
-    for _ in range(max_steps):
-        for rid in sorted(pending):
-            if engine.requests[rid].status.value == "finished":
-                engine.release(rid)
-            if engine.requests[rid].status.value in ("released", "refused"):
-                pending.discard(rid)
-        if not pending:
-            return ids
-        engine.step()
-    raise AssertionError(f"requests {sorted(pending)} unfinished after {max_steps} steps")
-
-
-@pytest.fixture
-def drain():
-    """drain(engine, max_steps=1000): step until idle; returns the number of steps."""
-    return run_until_idle
-
-
-@pytest.fixture
-def serve_all():
-    """serve_all(engine, prompts, max_new_tokens): see serve."""
-    return serve
 
 
 @pytest.fixture
@@ -134,7 +97,7 @@ def radix():
     return RadixState()
 
 
-# -- the static export (tests/test_export.py, tests/ui/test_export_static.py) ------------------
+# -- the static export (tests/export/test_export.py, tests/ui/test_export_static.py) ------------------
 @pytest.fixture(scope="session")
 def static_site(tmp_path_factory):
     """The lesson exported once per test session (python -m kvviz.export): its folder. Its nodes

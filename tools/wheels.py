@@ -1,5 +1,5 @@
 """Which wheels PyPI has for the lesson's requirements on each platform it supports: the record that
-tests/test_requirements.py checks the requirement files against, with no network.
+tests/deploy/test_requirements.py checks the requirement files against, with no network.
 
     python -m tools.wheels          # pip download, per platform; writes tests/fixtures/wheels.json
 

@@ -4,8 +4,8 @@ requirements.txt pins Bokeh and Panel to the minor versions tested (`TESTED`). E
 checks, when it is applied, that the library is that minor version and that the private names it
 touches are there; if not, it refuses with one RuntimeWarning saying what is left to the
 library's own code, and changes nothing: the page is then correct, only slower (or, for the
-fonts, asks for a web font a classroom may not reach). `tests/test_private_api.py` checks each
-patch and each refusal; `tests/test_bokeh_defaults.py` checks the cached defaults against
+fonts, asks for a web font a classroom may not reach). `tests/lesson/test_private_api.py` checks each
+patch and each refusal; `tests/lesson/test_bokeh_defaults.py` checks the cached defaults against
 Bokeh's own on every property of every model of a whole lesson page.
 
 1. `cache_bokeh_defaults()`: Bokeh's constant property defaults computed once per class

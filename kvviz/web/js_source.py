@@ -1,5 +1,5 @@
 """A component's JavaScript, kept in `.js` files beside its module (parsed by `node --check` in
-the tests: tests/test_js_files.py), read once at import and joined in order."""
+the tests: tests/house/test_js_files.py), read once at import and joined in order."""
 
 from __future__ import annotations
 

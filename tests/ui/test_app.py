@@ -315,7 +315,7 @@ def test_arrow_keys_still_step_after_a_button_was_clicked(page, lesson_url):
 def test_speed_menu_is_found_by_its_accessible_name(page, lesson_url):
     page.goto(f"{lesson_url}?node=fragmentation")
     speed = page.get_by_role("combobox", name="Play speed")
-    speed.select_option(label="Speed: slow")  # (the pace itself: tests/test_kvviz_views.py)
+    speed.select_option(label="Speed: slow")  # (the pace itself: tests/lesson/test_kvviz_views.py)
     page.get_by_role("button", name="▶ Play").click()
     expect(page.locator(".kv-step")).to_contain_text("playing")
     page.get_by_role("button", name="❚❚ Pause").click()

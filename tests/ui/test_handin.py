@@ -23,7 +23,7 @@ from kvviz.handin.storage import Store
 pytestmark = pytest.mark.ui
 
 STATE = "reserve=12&free_r2=1&sharing=1"  # a state other than the defaults, in every live node
-SHOWN_WITHIN_S = 15  # generous: the page polls every second (tests/test_handin_teacher.py checks that)
+SHOWN_WITHIN_S = 15  # generous: the page polls every second (tests/handin/test_handin_teacher.py checks that)
 
 
 def tag() -> str:
@@ -122,7 +122,7 @@ def test_a_wrong_passphrase_shows_nothing_of_the_class(page, served):
     assert not any(secret in f or "a secret answer" in f for f in frames)
     assert page.get_by_label("Teacher passphrase").input_value() == ""
     # The right one opens it (in a new session: the one-second back-off after a wrong one is the
-    # session's, tests/test_handin_teacher.py); the passphrase went over the websocket only.
+    # session's, tests/handin/test_handin_teacher.py); the passphrase went over the websocket only.
     open_teacher(page, served)
     expect(page.locator(".kv-t-handin", has_text=secret)).to_be_visible()
     assert not any(served.teacher_key in u or "test%20" in u for u in urls) and "?" not in page.url

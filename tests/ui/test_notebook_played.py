@@ -1,7 +1,7 @@
 """The sample notebook (docs/notebook.ipynb), executed as `jupyter nbconvert --execute --to html`
 does (nbclient, then nbconvert's HTML exporter), on a kernel that imports this checkout's kvviz;
 its static HTML opened in Chromium with the network cut: node 01's recorded numbers are there and
-Free R2 plays, with no server and no request. (kvviz.node's parts: tests/test_notebook.py.)"""
+Free R2 plays, with no server and no request. (kvviz.node's parts: tests/lesson/test_notebook.py.)"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The watcher's decoding (vllm_watch/wire.py, cache_tree.py, metrics.py): vLLM's KV events and
 metrics, decoded from messages a real vLLM sent (tests/fixtures/vllm, recorded with record.py
 there; the file names the vLLM version) and from hand-made variants: no server needed. That
-those tokens and hashes are our engine's is node 04's test (tests/test_vllm_view.py)."""
+those tokens and hashes are our engine's is node 04's test (tests/vllm/test_vllm_view.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from vllm_watch.wire import (
     wire_hash,
 )
 
-RECORDED = json.loads((Path(__file__).parent / "fixtures" / "vllm" / "frames.json").read_text())
+RECORDED = json.loads((Path(__file__).parents[1] / "fixtures" / "vllm" / "frames.json").read_text())
 FRAMES = [[bytes.fromhex(f) for f in msg] for msg in RECORDED["frames"]]
 BS = RECORDED["block_size"]
 

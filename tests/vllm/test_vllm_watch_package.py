@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WATCHER = sorted(f"vllm_watch.{p.stem}" for p in (ROOT / "vllm_watch").glob("*.py") if p.stem != "__init__")
 
 

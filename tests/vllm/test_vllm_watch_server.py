@@ -1,5 +1,5 @@
 """The watcher against a real vLLM (tests/vllm_support.py: the session's one eager server, shared
-with tests/test_vllm_server.py): metrics parse from the live server and reach the watcher's
+with tests/vllm/test_vllm_server.py): metrics parse from the live server and reach the watcher's
 history; a watcher that joins late gets the missed events from the replay socket; blocks vLLM
 evicts leave the rebuilt tree, and only through its BlockRemoved events."""
 

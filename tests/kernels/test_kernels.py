@@ -36,7 +36,7 @@ from kernels.reference import (  # noqa: E402
     store_kv_ref,
 )
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # (atol, rtol) of the kernel's output against the reference's, both in the input dtype.
 TOLERANCES = {
     torch.float32: (2e-5, 2e-5),

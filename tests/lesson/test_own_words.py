@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT.parent / "shared" / "seed" / "kv-cache-lesson.txt"
-FINGERPRINTS = Path(__file__).resolve().parent / "fixtures" / "reference_runs.txt"
+FINGERPRINTS = Path(__file__).resolve().parents[1] / "fixtures" / "reference_runs.txt"
 HEADER = ("# blake2b-64 of every run of 7 words of the reference lesson (../shared/seed/kv-cache-lesson.txt);\n"
-          "# fingerprints only, so the repository carries no sentence of it. Regenerate: python tests/test_own_words.py\n")
+          "# fingerprints only, so the repository carries no sentence of it. Regenerate: python tests/lesson/test_own_words.py\n")
 RUN = 7
 TEXTS = [*sorted((ROOT / "kvviz").rglob("*.py")), ROOT / "app.py", ROOT / "teacher.py", ROOT / "README.md",
          *sorted((ROOT / "docs").glob("*.md")), ROOT / "assets" / "embed.html"]

@@ -1,7 +1,7 @@
 """The C extend (prefill) attention (kernels/cpu_extend.py) against its torch reference, and the
 engine's 'native' backend with prefix sharing against the model with no cache and the 'torch' backend.
 
-Like tests/test_native_kernel.py, these need the machine's C compiler (they fail, not skip, without
+Like tests/kernels/test_native_kernel.py, these need the machine's C compiler (they fail, not skip, without
 one). Unused cache slots hold POISON: a read outside a sequence, or past a query's position, shows."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from vllm_watch.recording import RecordingError
 from vllm_watch.snapshot import Endpoints, VllmSnapshot
 from vllm_watch.wire import block_hashes, decode_frames
 
-RECORDED = json.loads((Path(__file__).parent / "fixtures" / "vllm" / "frames.json").read_text())
+RECORDED = json.loads((Path(__file__).parents[1] / "fixtures" / "vllm" / "frames.json").read_text())
 BS = RECORDED["block_size"]
 NOBODY = Endpoints("http://127.0.0.1:9", "ipc:///nonexistent/kvviz-events", "ipc:///nonexistent/kvviz-replay")
 

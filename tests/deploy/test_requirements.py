@@ -26,7 +26,7 @@ from tools.wheels import (
     supported_tags,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECORDED = json.loads(RECORD.read_text())
 STALE = "the requirement files changed since tests/fixtures/wheels.json was made: run `python -m tools.wheels`"
 # Only the tests need these; none belongs in the lesson's own install.

@@ -24,7 +24,7 @@ from vllm_watch.recording import FORMAT, parse
 from vllm_watch.snapshot import Endpoints
 from vllm_watch.wire import decode_frames
 
-RECORDED = json.loads((Path(__file__).parent / "fixtures" / "vllm" / "frames.json").read_text())
+RECORDED = json.loads((Path(__file__).parents[1] / "fixtures" / "vllm" / "frames.json").read_text())
 FRAMES = [[bytes.fromhex(f) for f in msg] for msg in RECORDED["frames"]]
 END = [b"", (-1).to_bytes(8, "big", signed=True), b""]  # (the replay socket's "no more")
 

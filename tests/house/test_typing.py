@@ -14,7 +14,7 @@ from engine.events import EVENT_KINDS
 from engine.request import Status, StatusName, Stop, StopName
 from engine.snapshot import BLOCK_STATES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow

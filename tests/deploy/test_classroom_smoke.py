@@ -30,7 +30,7 @@ from benchmarks import classroom_protocol as bp
 from benchmarks.classroom_server import StartedServer, read_state
 from tools.browser import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "deploy"))
 import class_server  # noqa: E402  (deploy/ is scripts, not a package)
 

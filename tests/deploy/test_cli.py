@@ -15,7 +15,7 @@ import pytest
 
 from kvviz import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: int = 120):

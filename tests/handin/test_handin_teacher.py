@@ -17,7 +17,7 @@ from kvviz.handin import key, report, teacher_html
 from kvviz.handin.model import HandIn
 from kvviz.handin.storage import Store
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CTX = mp.get_context("fork")
 
 

@@ -3,7 +3,7 @@ gives vLLM's tokens for the same prompts; the watcher, subscribed before any req
 vLLM's cache tree from its live events with the hashes our engine computes; node 04's state
 compares both engines request by request; a session recorded from it (kvviz/nodes/vllm/record.py)
 plays back into the tree rows and cards the live watcher gave. (The watcher alone against the
-same server, metrics, replay and eviction: tests/test_vllm_watch_server.py.)"""
+same server, metrics, replay and eviction: tests/vllm/test_vllm_watch_server.py.)"""
 
 from __future__ import annotations
 

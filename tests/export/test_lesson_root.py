@@ -52,7 +52,7 @@ def test_importing_the_routes_starts_nothing(tmp_path):
              "assert not any(t.name == 'kvviz-live-warm' for t in threading.enumerate()); "
              "assert c.served_key.cache_info().currsize == 0; print('quiet')")
     env = {k: v for k, v in os.environ.items() if k != "KVVIZ_RECORDINGS"} | {"KVVIZ_CACHE": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", check], cwd=Path(__file__).resolve().parents[1], env=env,
+    done = subprocess.run([sys.executable, "-c", check], cwd=Path(__file__).resolve().parents[2], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "quiet" in done.stdout, done.stderr[-2000:]
     assert not (tmp_path / "recordings").exists()

@@ -2,7 +2,7 @@
 server: the shipped file is small and names its vLLM version and date; played once per process
 (kvviz/nodes/vllm/shipped.py), node 04 shows it, labelled a recording, with real cards, vLLM's
 answers and our engine's; a replay steps through it. (Playing it, and refusing bad recordings:
-tests/test_vllm_watch_recording.py.)"""
+tests/vllm/test_vllm_watch_recording.py.)"""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ import kvviz
 from kvviz.export.standalone import standalone
 from kvviz.notebook import Played, recordable
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "docs" / "notebook.ipynb"
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted((ROOT / "kvviz").rglob("*.js"))
 CUSTOMJS = {"reflow.js"}  # (bodies of Bokeh CustomJS callbacks: `return` at their top level)
 

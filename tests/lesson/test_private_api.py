@@ -1,7 +1,7 @@
 """Bokeh's and Panel's private API, used in one module (kvviz/process/private_api.py): each patch
 applies on the tested minor versions, and refuses on any other (one RuntimeWarning saying what
 is left to the library, nothing changed). Bokeh's cached defaults are checked against Bokeh's
-own on a whole page in tests/test_bokeh_defaults.py."""
+own on a whole page in tests/lesson/test_bokeh_defaults.py."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 session node 04 ships (assets/vllm-recording.json, `make vllm-recording`): played through the live
 watcher's code it gives the tree the events build on their own and the metrics of the last scrape,
 the same every time; bad recordings are refused with the reason. (What node 04 shows of it:
-tests/test_vllm_recording.py.)"""
+tests/vllm/test_vllm_recording.py.)"""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from vllm_watch.playback import play
 from vllm_watch.recording import RecordingError, load, parse
 from vllm_watch.wire import decode_frames
 
-SHIPPED = Path(__file__).resolve().parents[1] / "assets" / "vllm-recording.json"
+SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "vllm-recording.json"
 RAW = json.loads(SHIPPED.read_text())
 
 

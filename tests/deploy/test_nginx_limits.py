@@ -20,7 +20,7 @@ import pytest
 from kvviz.process import throttle
 from tools.browser import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "deploy"))
 import class_server  # noqa: E402  (deploy/ is scripts, not a package)
 

@@ -1,0 +1,3 @@
+"""The house's own rules: the import layers, mypy --strict, every JavaScript file parses.
+
+Shared fixtures: tests/conftest.py; this room's own, here."""
