@@ -6,7 +6,9 @@ runs only what is new (kvviz/export/routes.py).
                                    [--flood RATE [--flood-s 10]] [--port 5390] [--json PATH]
 
 It starts `make class`'s server (deploy/class_server.py: nginx in front of BACKENDS single-process
-`panel serve` backends) on loopback and measures, on this machine:
+`panel serve` backends) on loopback at PORT, or uses the one already running there (its state
+file says so: `make class` or another run; the hand-ins then go to its database), and measures,
+on this machine:
 
 1. recordings: seconds from the server's start until its recorded lesson is ready (`--fresh`: in
    an empty cache, as on a first start; else whatever this code's cache holds), then until each
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import sys
@@ -52,7 +55,7 @@ from pathlib import Path
 from benchmarks.classroom import clients, report
 from benchmarks.classroom.probes import chromium_probe
 from benchmarks.classroom.server import ServerMeter, renice_autogroup, wait_ready
-from tools.loopback_class import ClassServer
+from tools.loopback_class import ClassServer, read_state
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -128,17 +131,34 @@ def the_class(a: argparse.Namespace, after: int, result: dict) -> tuple[list, li
     return visits, lives, probes
 
 
+def running(port: int) -> dict | None:
+    """The state of a class server already running on `port`, if one is."""
+    state = read_state(port)
+    if not state or not state.get("ready"):
+        return None
+    try:
+        os.kill(state["pid"], 0)
+    except OSError:
+        return None
+    return state
+
+
 def run(a: argparse.Namespace) -> dict:
     env_before = dict(os.environ)
+    found = running(a.port)
     if a.fresh:
         os.environ["KVVIZ_CACHE"] = tempfile.mkdtemp(prefix="kvviz-cache-")
+    if found:
+        os.environ["KVVIZ_DB"] = found["db"]
     os.environ.setdefault("KVVIZ_DB", os.path.join(tempfile.mkdtemp(prefix="kvviz-class-"), "class.db"))
     load = os.getloadavg()
     t_start = time.perf_counter()
     result: dict = {"date": datetime.now().isoformat(timespec="seconds"),
                     "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()}}
     try:
-        with ClassServer(a.port, backends=a.backends, base_port=a.port + 1, extra=a.server_arg):
+        server = ClassServer(a.port, backends=a.backends, base_port=a.port + 1, extra=a.server_arg)
+        with contextlib.nullcontext() if found else server:
+            result["server_started_here"] = not found
             result["server_up_s"] = round(time.perf_counter() - t_start, 1)
             ready = wait_ready(a.port, t_start)
             after = ready.pop("after")
