@@ -321,6 +321,10 @@ async def live_student(port: int, source: str) -> dict:
     return out
 
 
+async def live_students(port: int, sources: list[str]) -> list[dict]:
+    return list(await asyncio.gather(*(live_student(port, src) for src in sources)))
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_four_students_get_live_pages_built_once_and_their_clicks_change_the_page(server):
@@ -333,7 +337,7 @@ def test_four_students_get_live_pages_built_once_and_their_clicks_change_the_pag
     log = Path(state["access_log"])
     offset = log.stat().st_size
     for _round in range(2):
-        got = run_async(asyncio.gather(*(live_student(port, src) for src in sources)))
+        got = run_async(live_students(port, sources))
         for s in got:
             assert s["cards"] > 0 and s["doc_bytes"] > 0 and s["models"] > 0, s
             assert s["get_backend"] in backends and s["ws_backend"] == s["get_backend"], s
