@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import platform
 import random
 import string
 from pathlib import Path
@@ -117,6 +119,14 @@ def _cell(value) -> str:
 def ratio(numerator: float, denominator: float) -> float | None:
     """numerator / denominator; None (shown as '-') when the denominator or numerator is 0."""
     return numerator / denominator if numerator and denominator else None
+
+
+def machine(load_before: tuple[float, ...]) -> dict:
+    """The machine, probably shared: its platform and cores, the load average before and now."""
+    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "load_before": [round(x, 2) for x in load_before],
+            "load_after": [round(x, 2) for x in os.getloadavg()]}
 
 
 def write_json(path: Path, data: dict) -> None:

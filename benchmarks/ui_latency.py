@@ -49,7 +49,6 @@ import contextlib
 import datetime
 import html
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -60,7 +59,7 @@ from pathlib import Path
 import panel as pn
 from bokeh.document import Document
 
-from benchmarks.common import NUM_THREADS, format_table, percentile, set_threads, write_json
+from benchmarks.common import NUM_THREADS, format_table, machine, percentile, set_threads, write_json
 from kvviz.lesson import Lesson
 from kvviz.nodes import LIVE
 from tools.browser import CHROMIUM, CHROMIUM_ARGS, Server
@@ -362,15 +361,6 @@ def summary(frames: list[float], doms: list[float], server: list[float]) -> dict
     return {**{k: float(v) for k, v in figures.items()}, "n": len(frames)}
 
 
-def machine(load_before: tuple, load_after: tuple, browser_version: str) -> dict:
-    return {
-        "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(), "python": platform.python_version(), "chromium": browser_version,
-        "load_avg_1_5_15_before": [round(x, 2) for x in load_before],
-        "load_avg_1_5_15_after": [round(x, 2) for x in load_after],
-    }
-
-
 def report(results: dict, interactions: int) -> str:
     cols = ["p50_ms", "p95_ms", "max_ms", "n", "server_ms_p50", "server_ms_p95"]
     rows = [[node, *(s[c] for c in cols)] for node, s in results["nodes"].items()]
@@ -387,8 +377,8 @@ def report(results: dict, interactions: int) -> str:
         "latency: in the page, from the click/keydown event to the frame showing the new metric text; "
         "server: the Python handlers alone, timed in-process (mirror), the server-side share",
         f"target p95 <= {TARGET_P95_MS:.0f} ms{note}: {met} (overall p95 {o['p95_ms']:.1f} ms)",
-        f"machine: {m['cpu_count']} CPUs, load average {m['load_avg_1_5_15_before']} before, "
-        f"{m['load_avg_1_5_15_after']} after; {results['busy_processes']} busy process(es) alongside; "
+        f"machine: {m['cpu_count']} CPUs, load average {m['load_before']} before, "
+        f"{m['load_after']} after; {results['busy_processes']} busy process(es) alongside; "
         f"Chromium {m['chromium']}; {results['date']}",
     ])
 
@@ -439,7 +429,7 @@ def main(argv: list[str] | None = None) -> dict:
             times, errors, version = run.result()
         except Exception as e:
             raise RuntimeError(f"{e}\n--- panel serve log (tail) ---\n{server.log_tail()}") from e
-        load_after = os.getloadavg()
+        measured = machine(load_before)
 
     nodes, all_frames, all_doms, all_server = {}, [], [], []
     for node, (_initial, steps) in plans.items():
@@ -460,7 +450,7 @@ def main(argv: list[str] | None = None) -> dict:
     overall.update(target_p95_ms=TARGET_P95_MS, target_met=overall["p95_ms"] <= TARGET_P95_MS)
     results = {
         "nodes": nodes, "overall": overall,
-        "machine": machine(load_before, load_after, version), "busy_processes": args.busy,
+        "machine": {**measured, "chromium": version}, "busy_processes": args.busy,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "interactions_per_node": args.interactions, "warmup_per_node": WARMUP_INTERACTIONS,
         "pause_between_s": PAUSE_S, "console_errors": errors,

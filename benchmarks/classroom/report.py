@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import platform
 import resource
 import statistics
 from pathlib import Path
 
+from benchmarks import common
 from benchmarks.common import percentile
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
@@ -25,12 +24,9 @@ def summary(values: list[float], scale: float = 1.0) -> dict:
 
 
 def machine(load_before: tuple[float, ...]) -> dict:
-    """The machine, probably shared: its cores, the load average before and after, this process."""
+    """The machine (benchmarks/common.py) and this process: the students' CPU and memory."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {"cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "load_before": [round(x, 2) for x in load_before],
-            "load_after": [round(x, 2) for x in os.getloadavg()],
-            "client_cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+    return {**common.machine(load_before), "client_cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
             "client_max_rss_mb": round(usage.ru_maxrss / 1024, 1)}
 
 
