@@ -1,6 +1,6 @@
 """Bokeh's server protocol, spoken directly: what the tests' protocol-level students send and read
 (tests/ui/test_handin_class.py: forty hand in at once; tests/test_classroom_smoke.py: pages through
-the class server's proxy). `Page` opens one page as BokehJS does.
+the class server's proxy). `Page` opens one page as BokehJS does; nothing else here does I/O.
 
 A Bokeh server page (`panel serve`, GET /app) carries a signed session token in its script
 (`render_items = [{"token": "...", ...}]`); the token's payload (base64url JSON) names the
@@ -22,10 +22,6 @@ The events a browser sends, as captured from BokehJS 3.9 in Chromium:
                    `pn.extension(throttled=True)`)
     page rendered  {"kind": "MessageSent", ..., "msg_data": {"type": "event", "name": "document_ready",
                     "values": {"type": "map"}}}
-    scrolled to    {"kind": "ModelChanged", "model": {"id": SENSOR_DATA}, "attr": "near", "new": true}, then
-                   the same for "in_view" (a lazily built node's view sensor; false when it scrolls away)
-
-Only `Page` does I/O: the framing is unit-tested without a server (tests/test_classroom_smoke.py).
 """
 
 from __future__ import annotations
@@ -51,8 +47,7 @@ DATA_NODE_RE = re.compile(r'data-node="([a-z0-9_-]+)"')
 
 
 # -- framing ------------------------------------------------------------------------------------
-def make_id() -> str:
-    """A message id as BokehJS makes them (32 upper-case hex digits)."""
+def make_id() -> str:  # a message id as BokehJS makes them (32 upper-case hex digits)
     return uuid.uuid4().hex.upper()
 
 
@@ -325,23 +320,6 @@ class DocIndex:
                 continue
             if self.node_of(mid) == node:
                 out.append(mid)
-        return sorted(out)
-
-    def view_sensors(self, node: str) -> list[str]:
-        """The data models of `node`'s view sensors: JS components (Panel ReactiveESM) that report
-        from the browser whether their section is near or in the viewport (`near`, `in_view`),
-        which the server uses to build a node only when it is scrolled to (kvviz/web/lazy.py)."""
-        out = []
-        for mid, m in self.models.items():
-            a = m["attributes"]
-            if not m["name"].endswith("ReactiveESM"):
-                continue
-            esm = a.get("esm") if isinstance(a.get("esm"), str) else ""
-            if a.get("class_name") != "ViewSensor" and "IntersectionObserver" not in esm:
-                continue
-            data = a.get("data")
-            if isinstance(data, dict) and "id" in data and self.node_of(mid) == node:
-                out.append(data["id"])
         return sorted(out)
 
     def watched(self) -> dict[str, str]:

@@ -1,17 +1,16 @@
 """The class server (`make class`: deploy/class_server.py, nginx in front of one `panel serve` per
 core) and its benchmark (`python -m benchmarks.classroom`).
 
-Without a server: Bokeh's wire framing and the messages the students send (checked against what
-BokehJS sends, as captured from Chromium; tests/bokeh_protocol_support.py), reading a page's token
-and a document's models, the nginx configuration. With one (slow; skipped with the reason when
-nginx cannot be installed or run): four students' live pages through the proxy, a 4-student smoke
-run of the benchmark with no timing thresholds, and a backend killed under the proxy.
+Without a server: the harness's helpers and the nginx configuration (Bokeh's framing:
+tests/test_bokeh_protocol.py; the status page: tests/test_class_status.py). With one (slow;
+skipped with the reason when nginx cannot be installed or run): four students' live pages through
+the proxy over Bokeh's protocol, a 4-student smoke run of the benchmark with no timing thresholds,
+and a backend killed under the proxy.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import re
@@ -43,119 +42,6 @@ sys.path.insert(0, str(ROOT / "deploy"))
 import class_server  # noqa: E402  (deploy/ is scripts, not a package)
 
 sys.path.pop(0)
-
-
-# -- framing, without a server ------------------------------------------------------------------
-def test_a_message_is_header_metadata_content_as_bokehjs_writes_them():
-    msgid, frames = bp.patch_doc([bp.button_click("p2890")])
-    assert len(msgid) == 32 and msgid == msgid.upper()
-    assert frames[0] == f'{{"msgid":"{msgid}","msgtype":"PATCH-DOC"}}'
-    assert frames[1] == "{}"
-    # byte for byte what BokehJS 3.9 sent for a click on "Add request" (captured in Chromium)
-    assert frames[2] == ('{"events":[{"kind":"MessageSent","msg_type":"bokeh_event","msg_data":{"type":"event",'
-                         '"name":"button_click","values":{"type":"map","entries":[["model",{"id":"p2890"}]]}}}]}')
-    assert json.dumps(bp.model_changed("p3354", "active", True), separators=(",", ":")) == \
-        '{"kind":"ModelChanged","model":{"id":"p3354"},"attr":"active","new":true}'
-    assert json.dumps(bp.document_ready(), separators=(",", ":")) == (
-        '{"kind":"MessageSent","msg_type":"bokeh_event","msg_data":{"type":"event","name":"document_ready",'
-        '"values":{"type":"map"}}}')
-    _id, frames = bp.pull_doc_req()
-    assert json.loads(frames[0])["msgtype"] == "PULL-DOC-REQ" and frames[1:] == ["{}", "{}"]
-
-
-def test_assembler_joins_frames_and_buffers_into_messages():
-    a = bp.Assembler()
-    header = json.dumps({"msgid": "p1", "msgtype": "PULL-DOC-REPLY", "reqid": "X", "num_buffers": 2})
-    frames = [header, "{}", '{"doc": {}}', '{"id": "p2"}', b"\x00" * 8, '{"id": "p3"}', b"\x01" * 4]
-    got = [a.feed(f) for f in frames]
-    assert got[:-1] == [None] * 6
-    msg = got[-1]
-    assert msg.msgtype == "PULL-DOC-REPLY" and msg.json() == {"doc": {}} and msg.buffers == [b"\x00" * 8, b"\x01" * 4]
-    assert msg.wire_bytes == sum(len(f) if isinstance(f, bytes) else len(f.encode()) for f in frames)
-    # the next message starts afresh; one without buffers is complete at its content
-    ok = [a.feed(f) for f in ('{"msgid": "p4", "msgtype": "OK", "reqid": "Y"}', "{}", "{}")]
-    assert ok[:2] == [None, None] and ok[2].msgtype == "OK" and ok[2].header["reqid"] == "Y"
-
-
-def test_assembler_refuses_what_is_not_a_message():
-    with pytest.raises(bp.ProtocolError):
-        bp.Assembler().feed(b"binary first")
-    a = bp.Assembler()
-    a.feed('{"nomsgid": 1}')
-    a.feed("{}")
-    with pytest.raises(bp.ProtocolError):
-        a.feed("{}")
-    a = bp.Assembler()
-    for f in ('{"msgid": "p1", "msgtype": "PATCH-DOC", "num_buffers": 1}', "{}", "{}"):
-        a.feed(f)
-    with pytest.raises(bp.ProtocolError):
-        a.feed(b"payload before its buffer header")
-
-
-def test_session_token_and_id_are_read_from_the_page():
-    payload = base64.urlsafe_b64encode(json.dumps({"session_id": "abc123", "session_expiry": 1}).encode())
-    token = payload.decode().rstrip("=")
-    page = f'<script>const render_items = [{{"token":"{token}","use_for_title":false}}];</script>'
-    assert bp.session_token(page) == (token, "abc123")
-    with pytest.raises(LookupError):
-        bp.session_token("<html>no bokeh here</html>")
-
-
-def _doc() -> dict:
-    """A document shaped as Panel sends the lesson's: node sections (kv-node-<key>) holding a
-    button, a checkbox or a slider, a step counter and a metric card (HTML escaped, as Panel
-    sends it); a navigation pane naming every node sits outside them."""
-    def obj(mid, name, **attrs):
-        return {"type": "object", "name": name, "id": mid, "attributes": attrs}
-
-    def card(mid, node, label, value):
-        return obj(mid, "panel.models.markup.HTML", text=(
-            f'&lt;div class=&quot;kv-metric&quot; data-node=&quot;{node}&quot; data-label=&quot;{label}&quot;&gt;'
-            f'&lt;div class=&quot;kv-value&quot;&gt;{value}&lt;/div&gt;&lt;/div&gt;'))
-
-    def counter(mid, node, step, status):
-        return obj(mid, "panel.models.markup.HTML",
-                   text=f"&lt;span class=&quot;kv-step&quot; data-node=&quot;{node}&quot;&gt;step &lt;b&gt;{step}"
-                        f"&lt;/b&gt; · {status}&lt;/span&gt;")
-
-    paging = obj("p10", "Column", css_classes=["kv-node", "kv-node-paging"], children=[
-        obj("p11", "panel.models.widgets.Button", label="Add request", disabled=False),
-        obj("p12", "panel.models.widgets.Button", label="▶ Play"),
-        counter("p13", "paging", 18, "idle"), card("p14", "paging", "PAGED", "40% full"),
-        obj("p15", "panel.models.markup.HTML", text='&lt;div class=&quot;kv-notice kv-empty&quot;&gt;&lt;/div&gt;')])
-    radix = obj("p20", "Column", css_classes=["kv-node", "kv-node-radix"], children=[
-        obj("p21", "panel.models.widgets.Button", label="Add request"),
-        obj("p22", "Checkbox", label="Prefix sharing", active=False), card("p23", "radix", "SAVED", "0%")])
-    frag = obj("p30", "Column", css_classes=["kv-node", "kv-node-fragmentation"], children=[
-        obj("p31", "Slider", title="Reserved length (blocks)", value=8, start=1, end=12)])
-    nav = obj("p40", "panel.models.markup.HTML", text='&lt;a data-node=&quot;paging&quot;&gt;&lt;a data-node=&quot;radix&quot;&gt;')
-    return {"roots": [obj("p1", "Column", children=[nav, paging, radix, frag, {"id": "p11"}])]}
-
-
-def test_doc_index_finds_each_nodes_widgets_and_texts():
-    d = bp.DocIndex(_doc())
-    assert d.find("paging", label="Add request", kinds=("Button",)) == ["p11"]
-    assert d.find("radix", label="Add request", kinds=("Button",)) == ["p21"]
-    assert d.find("radix", label="Prefix sharing", kinds=("Checkbox",)) == ["p22"]
-    assert d.find("fragmentation", title="Reserved length", kinds=("Slider",)) == ["p31"]
-    assert d.watched() == {"p13": "paging", "p14": "paging", "p15": "paging", "p23": "radix"}
-    assert d.metric_cards() == {("paging", "PAGED"): "40% full", ("radix", "SAVED"): "0%"}
-    assert bp.parse_step(d.text("p13")) == (18, "idle")
-
-
-def test_doc_index_follows_the_servers_patches():
-    d = bp.DocIndex(_doc())
-    changes = d.apply([
-        {"kind": "ModelChanged", "model": {"id": "p13"}, "attr": "text",
-         "new": "&lt;span class=&quot;kv-step&quot; data-node=&quot;paging&quot;&gt;step &lt;b&gt;19&lt;/b&gt; · playing&lt;/span&gt;"},
-        {"kind": "ModelChanged", "model": {"id": "p10"}, "attr": "children",
-         "new": [{"id": "p11"}, {"type": "object", "name": "panel.models.widgets.Button", "id": "p16",
-                                 "attributes": {"label": "Release oldest"}}]},
-        {"kind": "ColumnsStreamed", "model": {"id": "p99"}},
-    ])
-    assert [(m, a) for m, a, _ in changes] == [("p13", "text"), ("p10", "children")]
-    assert bp.parse_step(d.text("p13")) == (19, "playing")
-    assert d.find("paging", label="Release oldest") == ["p16"]
 
 
 def test_the_reports_summaries_are_percentiles():
@@ -203,62 +89,6 @@ def test_nginx_config_shows_a_busy_page_past_the_page_build_limit_and_routes_the
     assert f"alias {ROOT}/deploy/busy.html;" in main and "proxy_pass http://127.0.0.1:5999;" in main
     busy = (ROOT / "deploy" / "busy.html").read_text()
     assert "The class server is busy, retrying" in busy and "location.reload()" in busy
-
-
-def test_the_status_page_reports_each_backend_in_numbers_only(monkeypatch):
-    import class_status
-
-    class Proc:
-        def poll(self):
-            return None
-
-    class FakeBackend:
-        index, port, metrics_port, restarts, proc = 0, 5100, 1, 2, Proc()
-
-    cpu_seconds, now = [10.0], [100.0]
-    monkeypatch.setattr(class_status, "scrape", lambda port: {
-        "kvviz_sessions": 3.0, "kvviz_pages_built": 7.0, "kvviz_nodes_built": 4.0, "kvviz_memo_states": 90.0,
-        "kvviz_memo_hits": 30.0, "kvviz_memo_misses": 10.0, "process_cpu_seconds": cpu_seconds[0],
-        "process_resident_memory_bytes": 300 * 2**20, "process_start_time_seconds": 1.7e9})
-    status = class_status.Status([FakeBackend()], clock=lambda: now[0])
-    status.sample()
-    assert status.report()["backends"][0]["cpu_percent"] is None  # (one reading: no rate yet)
-    cpu_seconds[0], now[0] = 10.5, 102.0
-    status.sample()
-    report = status.report()
-    (row,) = report["backends"]
-    assert report["sessions"] == 3 and row["up"] and row["restarts"] == 2 and row["pages_built"] == 7
-    assert row["memo_hit_rate"] == 0.75 and row["rss_mb"] == 300.0 and row["cpu_percent"] == 25.0
-    page = class_status.page(report)
-    assert "<b>3</b> students connected" in page and "75%" in page and "25.0" in page
-
-
-def test_the_status_page_reads_prometheus_text_with_its_parser():
-    import class_status
-    from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
-
-    registry = CollectorRegistry()
-    Counter("kvviz_pages_built", "Pages", registry=registry).inc(7)
-    nodes = Counter("kvviz_nodes_built", "Nodes", ["node"], registry=registry)
-    nodes.labels("radix").inc(2)
-    nodes.labels("paging").inc(3)
-    Gauge("process_resident_memory_bytes", "RSS", registry=registry).set(100 * 2**20)
-    # (counters summed over their labels; their creation times, `_created`, left out)
-    assert class_status.parse(generate_latest(registry).decode()) == {
-        "kvviz_pages_built": 7.0, "kvviz_nodes_built": 5.0, "process_resident_memory_bytes": 100 * 2**20}
-
-
-def test_a_backends_own_metrics_hold_its_cpu_and_memory():
-    """What the status page reads from a backend: prometheus_client's process collector, beside
-    the lesson's counts (kvviz/process/metrics.py), from the same registry."""
-    import class_status
-    from prometheus_client import REGISTRY, generate_latest
-
-    from kvviz.process import metrics  # noqa: F401  (the lesson's metrics, registered)
-
-    m = class_status.parse(generate_latest(REGISTRY).decode())
-    assert m["process_cpu_seconds"] > 0 and m["process_resident_memory_bytes"] > 10 * 2**20
-    assert m["process_start_time_seconds"] > 0 and "kvviz_sessions" in m
 
 
 # -- a running class server ---------------------------------------------------------------------
