@@ -112,7 +112,7 @@ def measure(page, node: str, step: Interaction) -> dict:
     deadline = time.monotonic() + ENABLED_TIMEOUT_S
     while not widget.is_enabled():
         if time.monotonic() > deadline:
-            raise RuntimeError(f"node {node}: {step.action.name!r} is disabled in the page, not in the mirror")
+            raise RuntimeError(f"node {node}: {step.action.name!r} disabled in the page, not in the mirror")
         time.sleep(0.05)
     if step.action.key:
         widget.press(step.action.key)
