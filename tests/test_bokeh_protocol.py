@@ -18,8 +18,9 @@ def test_a_message_is_header_metadata_content_as_bokehjs_writes_them():
     assert frames[0] == f'{{"msgid":"{msgid}","msgtype":"PATCH-DOC"}}'
     assert frames[1] == "{}"
     # byte for byte what BokehJS 3.9 sent for a click on "Add request" (captured in Chromium)
-    assert frames[2] == ('{"events":[{"kind":"MessageSent","msg_type":"bokeh_event","msg_data":{"type":"event",'
-                         '"name":"button_click","values":{"type":"map","entries":[["model",{"id":"p2890"}]]}}}]}')
+    assert frames[2] == ('{"events":[{"kind":"MessageSent","msg_type":"bokeh_event",'
+                         '"msg_data":{"type":"event","name":"button_click","values":{"type":"map",'
+                         '"entries":[["model",{"id":"p2890"}]]}}}]}')
     assert json.dumps(bp.model_changed("p3354", "active", True), separators=(",", ":")) == \
         '{"kind":"ModelChanged","model":{"id":"p3354"},"attr":"active","new":true}'
     assert json.dumps(bp.document_ready(), separators=(",", ":")) == (
@@ -36,7 +37,8 @@ def test_assembler_joins_frames_and_buffers_into_messages():
     got = [a.feed(f) for f in frames]
     assert got[:-1] == [None] * 6
     msg = got[-1]
-    assert msg.msgtype == "PULL-DOC-REPLY" and msg.json() == {"doc": {}} and msg.buffers == [b"\x00" * 8, b"\x01" * 4]
+    assert msg.msgtype == "PULL-DOC-REPLY" and msg.json() == {"doc": {}}
+    assert msg.buffers == [b"\x00" * 8, b"\x01" * 4]
     assert msg.wire_bytes == sum(len(f) if isinstance(f, bytes) else len(f.encode()) for f in frames)
     # the next message starts afresh; one without buffers is complete at its content
     ok = [a.feed(f) for f in ('{"msgid": "p4", "msgtype": "OK", "reqid": "Y"}', "{}", "{}")]
@@ -76,25 +78,28 @@ def _doc() -> dict:
 
     def card(mid, node, label, value):
         return obj(mid, "panel.models.markup.HTML", text=(
-            f'&lt;div class=&quot;kv-metric&quot; data-node=&quot;{node}&quot; data-label=&quot;{label}&quot;&gt;'
+            f'&lt;div class=&quot;kv-metric&quot; data-node=&quot;{node}&quot; '
+            f'data-label=&quot;{label}&quot;&gt;'
             f'&lt;div class=&quot;kv-value&quot;&gt;{value}&lt;/div&gt;&lt;/div&gt;'))
 
     def counter(mid, node, step, status):
         return obj(mid, "panel.models.markup.HTML",
-                   text=f"&lt;span class=&quot;kv-step&quot; data-node=&quot;{node}&quot;&gt;step &lt;b&gt;{step}"
-                        f"&lt;/b&gt; · {status}&lt;/span&gt;")
+                   text=f"&lt;span class=&quot;kv-step&quot; data-node=&quot;{node}&quot;&gt;"
+                        f"step &lt;b&gt;{step}&lt;/b&gt; · {status}&lt;/span&gt;")
 
     paging = obj("p10", "Column", css_classes=["kv-node", "kv-node-paging"], children=[
         obj("p11", "panel.models.widgets.Button", label="Add request", disabled=False),
         obj("p12", "panel.models.widgets.Button", label="▶ Play"),
         counter("p13", "paging", 18, "idle"), card("p14", "paging", "PAGED", "40% full"),
-        obj("p15", "panel.models.markup.HTML", text='&lt;div class=&quot;kv-notice kv-empty&quot;&gt;&lt;/div&gt;')])
+        obj("p15", "panel.models.markup.HTML",
+            text='&lt;div class=&quot;kv-notice kv-empty&quot;&gt;&lt;/div&gt;')])
     radix = obj("p20", "Column", css_classes=["kv-node", "kv-node-radix"], children=[
         obj("p21", "panel.models.widgets.Button", label="Add request"),
         obj("p22", "Checkbox", label="Prefix sharing", active=False), card("p23", "radix", "SAVED", "0%")])
     frag = obj("p30", "Column", css_classes=["kv-node", "kv-node-fragmentation"], children=[
         obj("p31", "Slider", title="Reserved length (blocks)", value=8, start=1, end=12)])
-    nav = obj("p40", "panel.models.markup.HTML", text='&lt;a data-node=&quot;paging&quot;&gt;&lt;a data-node=&quot;radix&quot;&gt;')
+    nav = obj("p40", "panel.models.markup.HTML",
+              text='&lt;a data-node=&quot;paging&quot;&gt;&lt;a data-node=&quot;radix&quot;&gt;')
     return {"roots": [obj("p1", "Column", children=[nav, paging, radix, frag, {"id": "p11"}])]}
 
 
@@ -113,7 +118,8 @@ def test_doc_index_follows_the_servers_patches():
     d = bp.DocIndex(_doc())
     changes = d.apply([
         {"kind": "ModelChanged", "model": {"id": "p13"}, "attr": "text",
-         "new": "&lt;span class=&quot;kv-step&quot; data-node=&quot;paging&quot;&gt;step &lt;b&gt;19&lt;/b&gt; · playing&lt;/span&gt;"},
+         "new": "&lt;span class=&quot;kv-step&quot; data-node=&quot;paging&quot;&gt;"
+                "step &lt;b&gt;19&lt;/b&gt; · playing&lt;/span&gt;"},
         {"kind": "ModelChanged", "model": {"id": "p10"}, "attr": "children",
          "new": [{"id": "p11"}, {"type": "object", "name": "panel.models.widgets.Button", "id": "p16",
                                  "attributes": {"label": "Release oldest"}}]},

@@ -66,7 +66,8 @@ class ClassServer:
                 if state and state.get("ready") and state.get("pid") == self.proc.pid:
                     return self
                 if self.proc.poll() is not None:
-                    raise RuntimeError(f"the class server exited ({self.proc.returncode}):\n{self.log_tail()}")
+                    raise RuntimeError(f"the class server exited ({self.proc.returncode}):\n"
+                                       f"{self.log_tail()}")
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"the class server was not ready after {START_TIMEOUT_S} s:\n"
                                        f"{self.log_tail()}")
