@@ -42,7 +42,8 @@ class Student:
         models = doc.models.items()
         (self.id_model,) = [m["attributes"]["data"]["id"] for _i, m in models
                             if "kvviz-student-id" in str(m["attributes"].get("esm", ""))]
-        (self.name_box,) = [i for i, m in models if str(m["attributes"].get("title", "")).startswith("Your name")]
+        (self.name_box,) = [i for i, m in models
+                            if str(m["attributes"].get("title", "")).startswith("Your name")]
         (self.button,) = [i for i, m in models if m["attributes"].get("label") == "Hand in to the teacher"]
 
     async def hand_in(self) -> str:
