@@ -1,5 +1,4 @@
-"""What the benchmarks share: one engine setup, one command line, tables and JSON, percentiles,
-a free port (tools/browser.py's).
+"""What the benchmarks share: one engine setup, one command line, tables and JSON, percentiles.
 
 Every benchmark measures configurations side by side in one process, on the CPU, with one
 attention backend (`torch`, unless the benchmark says otherwise), random weights and a fixed seed,
@@ -11,18 +10,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import platform
 import random
 import string
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tools.browser import free_port as free_port  # (re-exported: the benchmarks and tests take it from here)
-
 if TYPE_CHECKING:
     from engine import EngineConfig
 
-# (torch and the engine are imported where used: the browser and classroom benchmarks, and the
-# tests that take a free port from here, need neither)
+# (torch and the engine are imported where used: the browser and classroom benchmarks need neither)
 
 SEED = 0
 NUM_THREADS = 1  # torch intra-op threads: one, so that timings hold on a shared 2-core machine
@@ -123,38 +121,14 @@ def ratio(numerator: float, denominator: float) -> float | None:
     return numerator / denominator if numerator and denominator else None
 
 
+def machine(load_before: tuple[float, ...]) -> dict:
+    """The machine, probably shared: its platform and cores, the load average before and now."""
+    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "load_before": [round(x, 2) for x in load_before],
+            "load_after": [round(x, 2) for x in os.getloadavg()]}
+
+
 def write_json(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")
-
-
-def descendants(pid: int) -> list[tuple[int, str]]:
-    """(pid, command name) of every process under `pid` (Linux's /proc)."""
-    children: dict[int, list[tuple[int, str]]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:  # (gone meanwhile)
-            continue
-        name = text[text.index("(") + 1:text.rindex(")")]
-        ppid = int(text[text.rindex(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append((int(stat.parent.name), name))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child[0])
-    return out
-
-
-def renice_autogroup(pid: int, nice: int) -> bool:
-    """Give `pid`'s *autogroup* the niceness `nice`. Linux (with sched_autogroup_enabled, as
-    here) first shares the CPU between sessions' autogroups, then between the processes of one:
-    a process's own niceness counts only against its own session. A Chromium, which starts in a
-    session of its own, competes with each of the server's processes (each its own session) as an
-    equal, whatever its niceness. False where that cannot be set (no autogroups, no permission)."""
-    try:
-        Path(f"/proc/{pid}/autogroup").write_text(f"{nice}\n")
-    except OSError:
-        return False
-    return True

@@ -21,7 +21,8 @@ Everything runs in the foreground and stops together on Ctrl-C (or SIGTERM/SIGHU
 a child with its configuration, pid, logs and temporary files in a new temporary directory
 (RUN_DIR, printed at start; removed at exit unless --keep-run-dir): /etc/nginx is not touched.
 While it runs, `kvviz-class-PORT.json` in the system's temporary directory describes the running
-server (backends, pids, logs) for `python -m benchmarks.classroom`.
+server (backends, pids, logs) for `python -m benchmarks.classroom` and the tests
+(tools/loopback_class.py).
 
 Standard library only: it runs with any Python 3.11; the backends run with the same interpreter
 (in `make class`, the project's virtual environment).
@@ -72,7 +73,7 @@ PR_SET_PDEATHSIG = 1
 
 
 def state_path(port: int) -> Path:
-    """Where a running class server on `port` describes itself (read by benchmarks.classroom)."""
+    """Where a running class server on `port` describes itself (read by tools/loopback_class.py)."""
     return Path(tempfile.gettempdir()) / f"kvviz-class-{port}.json"
 
 

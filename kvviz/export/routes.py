@@ -122,7 +122,7 @@ class LessonLive(RequestHandler):
             status, body, compute = 503, live.gz({"ok": False, "message": "The server is still recording the lesson: try again in a minute."}), 0.0
         else:
             status, body, compute = await IOLoop.current().run_in_executor(ANSWERING, _answer, folder, self.request.query)
-        # (seen in a browser's developer tools, and by benchmarks.classroom_played: where the time
+        # (seen in a browser's developer tools, and by benchmarks.classroom: where the time
         # went; wait: in this server before its answer began, behind other answers)
         waited = max(0.0, self.request.request_time() - compute)
         self.set_header("Server-Timing", f"wait;dur={waited * 1000:.1f}, compute;dur={compute * 1000:.1f}")

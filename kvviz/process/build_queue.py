@@ -4,7 +4,7 @@ A served process has one event loop for all its sessions. Building a node sectio
 tenth to a third of a second of that loop (its Python objects, then its Bokeh models and the
 message that sends them); when a class scrolls to the same node together, twenty builds ran
 back to back and every click in the process waited behind all of them (a click's p95 went
-past two seconds in `python -m benchmarks.classroom`).
+past two seconds in the class benchmark's live `/app` mode, since dropped: docs/benchmarks.md).
 
 Here a section's build is a generator of parts (`LazySlot` has two: make the view, then swap it
 in). The process runs one part at a time, first come first served across sessions, each under

@@ -33,7 +33,7 @@ def give_back() -> bool:
 # Python's full (generation 2) collection walks every tracked object: with twenty students'
 # pages in a process (over a million objects) each one stopped the event loop for 0.4-0.8 s, and
 # with the default thresholds one ran every few seconds while the class built its nodes: every
-# click in the process waited (python -m benchmarks.classroom, logged with gc.callbacks). Here the
+# click in the process waited (the class benchmark's live /app mode, logged with gc.callbacks). Here the
 # objects the process starts with (modules, the model, Bokeh's and Panel's classes) are frozen out
 # of collections, and the younger generations are collected less often, so a full collection is
 # rarer. Garbage is still collected: generation 0 every GC_THRESHOLDS[0] allocations, and Panel

@@ -20,6 +20,7 @@ from postgres_support import HOSTS
 
 from kvviz.handin.storage import Store
 from tools.browser import Server
+from tools.loopback_class import source_address
 
 pytestmark = pytest.mark.slow
 STUDENTS = 120
@@ -34,7 +35,7 @@ def post(base: str, i: int) -> dict:
                                         "outcome": "18", "right": i % 20 == 18}]}).encode()
     where = urllib.parse.urlsplit(base)
     conn = http.client.HTTPConnection(where.hostname, where.port, timeout=60,
-                                      source_address=(f"127.1.{i // 250}.{i % 250 + 1}", 0))
+                                      source_address=(source_address(i), 0))
     try:
         conn.request("POST", where.path + "lesson-handin", body=body, headers={"Content-Type": "application/json"})
         response = conn.getresponse()

@@ -1,5 +1,5 @@
 """Forty students hand in at the same moment, through two server processes that share the class
-database, over the same websocket protocol a browser speaks (benchmarks/classroom_protocol.py):
+database, over the same websocket protocol a browser speaks (tests/bokeh_protocol_support.py):
 none is lost, and the teacher page on one process shows those handed in through the other.
 
 Each student GETs /app?node=explain, opens its websocket and pulls the document; once all forty
@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
+import bokeh_protocol_support as bp
 import pytest
 from playwright.sync_api import expect
 
-from benchmarks import classroom_protocol as bp
 from kvviz.handin.storage import Store
 from tools.browser import Server
 
@@ -28,39 +27,23 @@ STUDENTS = 40
 TIMEOUT_S = 300
 
 
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=TIMEOUT_S) as r:
+        return r.read().decode()
+
+
 class Student:
     def __init__(self, url: str, name: str):
         self.url, self.name, self.student_id = url, name, secrets.token_hex(16)
-        u = urllib.parse.urlsplit(url)
-        self.origin = f"{u.scheme}://{u.netloc}"
-        self.ws_url = f"ws://{u.netloc}{u.path}/ws?{u.query}"
-        self.assembler = bp.Assembler()
-
-    async def _next(self) -> bp.Message:
-        while True:
-            message = self.assembler.feed(await self.ws.recv())
-            if message is not None:
-                return message
+        self.page = bp.Page(url)
 
     async def open(self) -> None:
-        import websockets
-
-        page = await asyncio.to_thread(lambda: urllib.request.urlopen(self.url, timeout=TIMEOUT_S).read().decode())
-        token, _session = bp.session_token(page)
-        self.ws = await websockets.connect(self.ws_url, origin=self.origin, subprotocols=["bokeh", token],
-                                           max_size=None, ping_interval=None, open_timeout=TIMEOUT_S)
-        assert (await self._next()).msgtype == "ACK"
-        _id, frames = bp.pull_doc_req()
-        for f in frames:
-            await self.ws.send(f)
-        reply = await self._next()
-        while reply.msgtype != "PULL-DOC-REPLY":
-            reply = await self._next()
-        doc = bp.DocIndex(reply.json()["doc"])
+        doc = await self.page.open(await asyncio.to_thread(get, self.url), timeout=TIMEOUT_S)
         models = doc.models.items()
         (self.id_model,) = [m["attributes"]["data"]["id"] for _i, m in models
                             if "kvviz-student-id" in str(m["attributes"].get("esm", ""))]
-        (self.name_box,) = [i for i, m in models if str(m["attributes"].get("title", "")).startswith("Your name")]
+        (self.name_box,) = [i for i, m in models
+                            if str(m["attributes"].get("title", "")).startswith("Your name")]
         (self.button,) = [i for i, m in models if m["attributes"].get("label") == "Hand in to the teacher"]
 
     async def hand_in(self) -> str:
@@ -69,16 +52,14 @@ class Student:
                         bp.model_changed(self.name_box, "value_input", self.name),
                         bp.model_changed(self.name_box, "value", self.name)],
                        [bp.button_click(self.button)]):
-            _id, frames = bp.patch_doc(events)
-            for f in frames:
-                await self.ws.send(f)
+            await self.page.send(events)
         while True:
-            message = await self._next()
+            message = await self.page.next()
             if message.msgtype == "PATCH-DOC" and "kv-h-status" in message.content:
                 for event in message.json()["events"]:
                     text = str(event.get("new", ""))
                     if "Handed in" in text or "kv-h-error" in text:
-                        await self.ws.close()
+                        await self.page.close()
                         return text
 
 

@@ -76,7 +76,7 @@ def test_node_state_compares_both_engines_request_by_request(srv, hostile):
     assert state.send_lesson_questions()
     assert not state.send("")  # refused, with a reason
     assert state.notice.startswith("Type a prompt first")
-    assert state.send(hostile)  # sent as text; shown escaped (tests/test_vllm_node.py)
+    assert state.send(hostile)  # sent as text; shown escaped (tests/ui/test_vllm_node.py)
     for _ in range(20):
         state.poll(wait=60)
         if not any(e.pending for e in state.exchanges):

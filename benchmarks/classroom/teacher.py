@@ -1,7 +1,7 @@
 """The teacher's class under `make class` (issue 31's goals): the roster, the class's commands, what
 the students' pages cost the server while they wait, and the class's radix tree.
 
-    python -m benchmarks.classroom_teacher [--students 120] [--arrive-s 20] [--backends 2]
+    python -m benchmarks.classroom.teacher [--students 120] [--arrive-s 20] [--backends 2]
                                            [--probes 2] [--questions 40] [--json PATH]
 
 It starts `make class`'s server (nginx in front of BACKENDS backends, deploy/class_server.py) on
@@ -30,23 +30,19 @@ import asyncio
 import json
 import os
 import secrets
-import statistics
 import tempfile
 import threading
 import time
 import urllib.parse
 import urllib.request
 
-from benchmarks.classroom_server import StartedServer, cpu_seconds, read_state
-from benchmarks.common import percentile
+from benchmarks.classroom.report import summary
+from benchmarks.classroom.server import cpu_seconds
+from tools.loopback_class import ClassServer, read_state, source_address
 
 STEADY_S = 20.0
 PASSPHRASE = f"bench {secrets.token_hex(6)}"
 NODES = ("fragmentation", "paging", "radix")
-
-
-def source(i: int) -> str:
-    return f"127.1.{i // 250}.{i % 250 + 1}"
 
 
 async def request(port: int, method: str, path: str, src: str, body: bytes = b"",
@@ -69,7 +65,7 @@ class Student:
     """A played page's class channel: its first report, then the class state, held."""
 
     def __init__(self, i: int, port: int):
-        self.i, self.port, self.src = i, port, source(i)
+        self.i, self.port, self.src = i, port, source_address(i)
         self.id = secrets.token_hex(16)
         self.states: list[tuple[float, dict]] = []  # (when it came, the state)
         self.errors: list[str] = []
@@ -118,13 +114,6 @@ def command(port: int, what: dict) -> float:
     return time.perf_counter()
 
 
-def stats(values: list[float]) -> dict:
-    if not values:
-        return {"n": 0}
-    return {"n": len(values), "p50": round(statistics.median(values), 3), "p95": round(percentile(values, 95), 3),
-            "max": round(max(values), 3)}
-
-
 def run(a) -> dict:
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
 
@@ -133,7 +122,7 @@ def run(a) -> dict:
     out: dict = {"students": a.students, "backends": a.backends, "load_before": os.getloadavg()[0]}
     db = os.path.join(tempfile.mkdtemp(prefix="kvviz-teacher-bench-"), "class.db")
     os.environ.update(KVVIZ_DB=db, KVVIZ_TEACHER_KEY=PASSPHRASE)
-    with StartedServer(a.port, backends=a.backends, base_port=a.port + 1), sync_playwright() as p:
+    with ClassServer(a.port, backends=a.backends, base_port=a.port + 1), sync_playwright() as p:
         base = f"http://127.0.0.1:{a.port}/"
         while not json.loads(urllib.request.urlopen(base + "lesson-status", timeout=30).read())["ready"]:
             time.sleep(1)
@@ -182,7 +171,7 @@ def run(a) -> dict:
                 counted.setdefault(k, now)
             time.sleep(0.1)
         arrivals = sorted(s.reported for s in students if hasattr(s, "reported"))
-        out["roster_s"] = stats([counted[k + 1] - t for k, t in enumerate(arrivals) if k + 1 in counted])
+        out["roster_s"] = summary([counted[k + 1] - t for k, t in enumerate(arrivals) if k + 1 in counted])
         out["roster_missing"] = a.students - len(counted)
 
         time.sleep(3)
@@ -210,9 +199,9 @@ def run(a) -> dict:
                     probe_s.append(time.perf_counter() - at)
             time.sleep(3)
             reach += [s.reached(at, test) for s in students]
-        out["command_reach_s"] = stats([r for r in reach if r is not None])
+        out["command_reach_s"] = summary([r for r in reach if r is not None])
         out["command_missed"] = sum(r is None for r in reach)
-        out["probe_pause_resume_s"] = stats(probe_s)
+        out["probe_pause_resume_s"] = summary(probe_s)
 
         # the class's tree: questions to the teacher page's backend, from their own addresses
         asked = teacher.locator('.kv-class-cards [data-label="QUESTIONS ASKED"] dd').first
@@ -222,7 +211,7 @@ def run(a) -> dict:
             for k in range(a.questions):
                 q = urllib.parse.urlencode([("node", "radix"), ("sharing", "1"),
                                             ("op", f"ask:Question {k} of the bench, {secrets.token_hex(3)}?")])
-                status, _ = await request(teacher_port, "GET", f"/lesson-live?{q}", source(1000 + k), timeout=120)
+                status, _ = await request(teacher_port, "GET", f"/lesson-live?{q}", source_address(1000 + k), timeout=120)
                 answered.append((time.perf_counter(), status))
                 await asyncio.sleep(max(0.0, 60.0 / a.questions))
         qloop = asyncio.new_event_loop()
@@ -242,7 +231,7 @@ def run(a) -> dict:
             time.sleep(0.1)
         ok = [t for t, s in answered if s == 200]
         out["questions"] = {"sent": a.questions, "answered": len(ok), "refused": [s for _t, s in answered if s != 200]}
-        out["tree_after_answer_s"] = stats([seen[k + 1] - t for k, t in enumerate(ok) if k + 1 in seen])
+        out["tree_after_answer_s"] = summary([seen[k + 1] - t for k, t in enumerate(ok) if k + 1 in seen])
         loop.call_soon_threadsafe(lambda: [t.cancel() for t in asyncio.all_tasks(loop)])
         out["student_errors"] = sorted({e for s in students for e in s.errors})[:10]
         browser.close()

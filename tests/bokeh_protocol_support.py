@@ -1,4 +1,6 @@
-"""Bokeh's server protocol, spoken directly: what benchmarks.classroom's students send and read.
+"""Bokeh's server protocol, spoken directly: what the tests' protocol-level students send and read
+(tests/ui/test_handin_class.py: forty hand in at once; tests/deploy/test_classroom_smoke.py: pages through
+the class server's proxy). `Page` opens one page as BokehJS does; nothing else here does I/O.
 
 A Bokeh server page (`panel serve`, GET /app) carries a signed session token in its script
 (`render_items = [{"token": "...", ...}]`); the token's payload (base64url JSON) names the
@@ -20,18 +22,16 @@ The events a browser sends, as captured from BokehJS 3.9 in Chromium:
                    `pn.extension(throttled=True)`)
     page rendered  {"kind": "MessageSent", ..., "msg_data": {"type": "event", "name": "document_ready",
                     "values": {"type": "map"}}}
-    scrolled to    {"kind": "ModelChanged", "model": {"id": SENSOR_DATA}, "attr": "near", "new": true}, then
-                   the same for "in_view" (a lazily built node's view sensor; false when it scrolls away)
-
-Nothing here does I/O: the framing is unit-tested without a server (tests/deploy/test_classroom_smoke.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import html
 import json
 import re
+import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,8 +47,7 @@ DATA_NODE_RE = re.compile(r'data-node="([a-z0-9_-]+)"')
 
 
 # -- framing ------------------------------------------------------------------------------------
-def make_id() -> str:
-    """A message id as BokehJS makes them (32 upper-case hex digits)."""
+def make_id() -> str:  # a message id as BokehJS makes them (32 upper-case hex digits)
     return uuid.uuid4().hex.upper()
 
 
@@ -121,7 +120,7 @@ class Assembler:
         self._bytes += len(frame) if isinstance(frame, bytes) else len(frame.encode())
         if self._partial is None:
             if not isinstance(frame, str):
-                raise ProtocolError("a binary frame where a message's header, metadata or content was expected")
+                raise ProtocolError("a binary frame where a header, metadata or content was expected")
             self._frames.append(frame)
             if len(self._frames) < 3:
                 return None
@@ -323,23 +322,6 @@ class DocIndex:
                 out.append(mid)
         return sorted(out)
 
-    def view_sensors(self, node: str) -> list[str]:
-        """The data models of `node`'s view sensors: JS components (Panel ReactiveESM) that report
-        from the browser whether their section is near or in the viewport (`near`, `in_view`),
-        which the server uses to build a node only when it is scrolled to (kvviz/web/lazy.py)."""
-        out = []
-        for mid, m in self.models.items():
-            a = m["attributes"]
-            if not m["name"].endswith("ReactiveESM"):
-                continue
-            esm = a.get("esm") if isinstance(a.get("esm"), str) else ""
-            if a.get("class_name") != "ViewSensor" and "IntersectionObserver" not in esm:
-                continue
-            data = a.get("data")
-            if isinstance(data, dict) and "id" in data and self.node_of(mid) == node:
-                out.append(data["id"])
-        return sorted(out)
-
     def watched(self) -> dict[str, str]:
         """id -> node of every HTML pane showing a metric card, a notice or a step counter."""
         out = {}
@@ -362,3 +344,56 @@ class DocIndex:
             if text and "kv-metric" in text:
                 out.update(metric_values(text))
         return out
+
+
+# -- one page over its websocket ------------------------------------------------------------------
+class Page:
+    """A Bokeh server page (`url`: http://HOST:PORT/app?QUERY) opened as BokehJS opens it, from the
+    page's HTML: its websocket (`ws://HOST:PORT/app/ws?QUERY`, `bokeh, <token>`), ACK, then
+    PULL-DOC-REQ -> PULL-DOC-REPLY (`doc`, its `reply`); `send` a PATCH-DOC, `next` message."""
+
+    def __init__(self, url: str):
+        u = urllib.parse.urlsplit(url)
+        self.origin = f"{u.scheme}://{u.netloc}"
+        self.ws_url = f"ws://{u.netloc}{u.path.rstrip('/')}/ws" + (f"?{u.query}" if u.query else "")
+        self.assembler = Assembler()
+        self.ws: Any = None
+        self.doc: DocIndex | None = None
+        self.reply: Message | None = None
+        self.ws_headers: dict[str, str] = {}
+
+    async def open(self, page_html: str, source: str | None = None, timeout: float = 300) -> DocIndex:
+        import websockets  # noqa: PLC0415 (a test dependency)
+
+        token, _session = session_token(page_html)
+        self.ws = await websockets.connect(
+            self.ws_url, origin=self.origin, subprotocols=["bokeh", token], max_size=None, ping_interval=None,
+            open_timeout=timeout, proxy=None, local_addr=(source, 0) if source else None)
+        self.ws_headers = {k.lower(): v for k, v in self.ws.response.headers.raw_items()}
+        ack = await asyncio.wait_for(self.next(), timeout)
+        if ack.msgtype != "ACK":
+            raise ProtocolError(f"expected ACK, got {ack.msgtype}")
+        _id, frames = pull_doc_req()
+        for f in frames:
+            await self.ws.send(f)
+        self.reply = await asyncio.wait_for(self.next(), timeout)
+        while self.reply.msgtype != "PULL-DOC-REPLY":  # (a PATCH-DOC may come first)
+            self.reply = await asyncio.wait_for(self.next(), timeout)
+        self.doc = DocIndex(self.reply.json()["doc"])
+        return self.doc
+
+    async def send(self, events: list[dict]) -> str:
+        msgid, frames = patch_doc(events)
+        for f in frames:
+            await self.ws.send(f)
+        return msgid
+
+    async def next(self) -> Message:
+        while True:
+            message = self.assembler.feed(await self.ws.recv())
+            if message is not None:
+                return message
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close(code=1001, reason="tab closed")

@@ -1,0 +1,199 @@
+"""A class on the served lesson as students open it: the browser plays the recordings, the server
+runs only what is new (kvviz/export/routes.py).
+
+    python -m benchmarks.classroom [--students 120] [--arrive-s 20] [--typers 12] [--backends 2]
+                                   [--probes 2] [--fresh] [--clients-nice N] [--handin-s 10]
+                                   [--flood RATE [--flood-s 10]] [--port 5390] [--json PATH]
+
+It starts `make class`'s server (deploy/class_server.py: nginx in front of BACKENDS single-process
+`panel serve` backends) on loopback at PORT, or uses the one already running there (its state
+file says so: `make class` or another run; the hand-ins then go to its database), and measures,
+on this machine:
+
+1. recordings: seconds from the server's start until its recorded lesson is ready (`--fresh`: in
+   an empty cache, as on a first start; else whatever this code's cache holds), then until each
+   backend has readied its engine for what no recording holds (a teacher starts it before class);
+2. arrival: STUDENTS students, each from its own loopback address (127.1.x.y), arriving spread
+   over ARRIVE_S seconds, open `/` as a browser's first visit does (the redirect, the page, every
+   script and stylesheet it links, nothing cached): ready page = all of it received; a 503 (busy)
+   counts as a busy page;
+3. live: TYPERS of them, meanwhile, ask their own question, which no recording holds, as the page
+   sends it (`/lesson-live?node=radix&sharing=1&op=ask:...&from=N`): the time to the whole answer
+   (each question different: none is answered from the server's kept answers);
+4. in Chromium (PROBES pages, acting for real, during the arrival): see benchmarks/classroom/probes.py;
+5. hand-in: every student hands in (`/lesson-handin`) within HANDIN_S seconds; then the class's
+   store is read: stored = students (0 lost), one submission each (0 doubled), and the teacher's
+   pulse counts every student's prediction;
+6. the server: its backends' CPU while the class arrives, and their memory before and after.
+
+`--flood RATE`: meanwhile one address that is no student's sends RATE distinct live questions a
+second for FLOOD_S seconds from the class's start, as fast as it can: what it got back is counted
+by kind (answers, 429 "slow down", nginx's errors, failed connections); compare the typers'
+answers with the same run without the flood.
+
+`--clients-nice N` stands the students' side for their own devices, which in a class are not the
+server's cores: the crowd and the Chromiums run at niceness N, and so do their sessions'
+*autogroups* (Linux shares the CPU between sessions first); the typers, whose questions are timed,
+run apart at the normal priority. Each answer's `Server-Timing` says how long it waited in the
+backend and how long its engine computed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+from benchmarks.classroom import clients, report
+from benchmarks.classroom.probes import chromium_probe
+from benchmarks.classroom.server import ServerMeter, renice_autogroup, wait_ready
+from tools.loopback_class import ClassServer, read_state
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.classroom", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--students", type=int, default=120)
+    ap.add_argument("--arrive-s", type=float, default=20.0)
+    ap.add_argument("--typers", type=int, default=12)
+    ap.add_argument("--backends", type=int, default=2)
+    ap.add_argument("--probes", type=int, default=2, help="Chromium pages that act meanwhile (0: none)")
+    ap.add_argument("--port", type=int, default=5390, help="nginx's port (the backends take the next ones)")
+    ap.add_argument("--fresh", action="store_true", help="record in an empty cache (a first start)")
+    ap.add_argument("--clients-nice", type=int, default=0,
+                    help="run the students (the load generator and the Chromiums) at this niceness, their "
+                         "sessions' autogroups too: they stand for the students' own devices (default 0)")
+    ap.add_argument("--handin-s", type=float, default=10.0,
+                    help="every student hands in within this many seconds")
+    ap.add_argument("--flood", type=float, default=0.0,
+                    help="meanwhile one address (no student's) sends this many live questions a second "
+                         "(default 0: none)")
+    ap.add_argument("--flood-s", type=float, default=10.0,
+                    help="for this many seconds, from the class's start")
+    ap.add_argument("--server-arg", action="append", default=[], metavar="ARG",
+                    help="one more argument for deploy/class_server.py (repeatable)")
+    ap.add_argument("--json", type=Path, default=None, metavar="PATH",
+                    help="write the results here (default benchmarks/results/classroom-<UTC time>.json)")
+    a = ap.parse_args(argv)
+    if a.students < 0 or a.typers < 0 or a.arrive_s < 0 or not 0 <= a.probes <= 8:
+        ap.error("counts and times must not be negative; --probes at most 8")
+    return a
+
+
+def in_thread(nice: int, target, *args) -> threading.Thread:
+    """`target(*args)` in a thread of its own at niceness `nice` (its children inherit it)."""
+    def run():
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+        target(*args)
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
+def the_class(a: argparse.Namespace, after: int, result: dict) -> tuple[list, list, list]:
+    """The class comes in (2 s from now): the crowd, the typers (apart with --clients-nice), the
+    Chromium probes and the flood, all at once; (visits, live answers, probes)."""
+    start_at = time.time() + 2.0
+    args = ("127.0.0.1", a.port, a.students, a.arrive_s, a.typers, after, start_at)
+    typers_out = None
+    if a.clients_nice:
+        ctx = multiprocessing.get_context("fork")  # (before any thread of ours starts)
+        typers_out = ctx.Queue()
+        typers = ctx.Process(target=clients.typers_apart, args=(typers_out, *args))
+        typers.start()
+        result["autogroups_reniced"] = renice_autogroup(os.getpid(), a.clients_nice)
+    base = f"http://127.0.0.1:{a.port}"
+    probes: list[dict] = [{} for _ in range(a.probes)]
+    threads = [in_thread(a.clients_nice, chromium_probe, base, out, 24, a.clients_nice) for out in probes]
+    crowd_out: list = []
+    part = "others" if typers_out else "all"
+    threads.append(in_thread(a.clients_nice,
+                             lambda: crowd_out.append(asyncio.run(clients.crowd(*args, part=part)))))
+    if a.flood:
+        threads.append(in_thread(a.clients_nice, lambda: result.update(flood=asyncio.run(
+            clients.flood("127.0.0.1", a.port, a.flood, a.flood_s, after, start_at)))))
+    for t in threads:
+        t.join()
+    visits, lives = crowd_out[0]
+    if typers_out:
+        more_visits, lives = typers_out.get(timeout=600)
+        visits += more_visits
+        typers.join()
+    return visits, lives, probes
+
+
+def running(port: int) -> dict | None:
+    """The state of a class server already running on `port`, if one is."""
+    state = read_state(port)
+    if not state or not state.get("ready"):
+        return None
+    try:
+        os.kill(state["pid"], 0)
+    except OSError:
+        return None
+    return state
+
+
+def run(a: argparse.Namespace) -> dict:
+    env_before = dict(os.environ)
+    found = running(a.port)
+    if a.fresh:
+        os.environ["KVVIZ_CACHE"] = tempfile.mkdtemp(prefix="kvviz-cache-")
+    if found:
+        os.environ["KVVIZ_DB"] = found["db"]
+    os.environ.setdefault("KVVIZ_DB", os.path.join(tempfile.mkdtemp(prefix="kvviz-class-"), "class.db"))
+    load = os.getloadavg()
+    t_start = time.perf_counter()
+    result: dict = {"date": datetime.now().isoformat(timespec="seconds"),
+                    "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()}}
+    try:
+        server = ClassServer(a.port, backends=a.backends, base_port=a.port + 1, extra=a.server_arg)
+        with contextlib.nullcontext() if found else server:
+            result["server_started_here"] = not found
+            result["server_up_s"] = round(time.perf_counter() - t_start, 1)
+            ready = wait_ready(a.port, t_start)
+            after = ready.pop("after")
+            result.update(ready)
+            meter = ServerMeter(a.port)
+            meter.sample("before")
+            visits, lives, probes = the_class(a, after, result)
+            meter.sample("arrived")
+            handins = asyncio.run(clients.class_hands_in("127.0.0.1", a.port, a.students, a.handin_s))
+            meter.sample("after")
+            result["handin"] = {**report.summary([h["s"] for h in handins if h["ok"]]),
+                                "failed": sum(1 for h in handins if not h["ok"]),
+                                **clients.stored_handins(a.students)}
+    finally:
+        os.environ.clear()
+        os.environ.update(env_before)
+    result["arrival"] = report.arrival(visits)
+    result["live_question"] = report.live(lives)
+    result["chromium"] = report.chromium(probes)
+    result["server"] = {"backends": [b.name for b in meter.backends],
+                        "cpu": meter.cpu_between("before", "arrived"),
+                        "memory_mb": {k: meter.memory(k) for k in ("before", "after")}}
+    result["machine"] = report.machine(load)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    print(f"classroom: {a.students} students ({a.typers} typing) over {a.arrive_s:g} s, {a.probes} Chromium "
+          f"probes, {a.backends} backends on port {a.port}", file=sys.stderr, flush=True)
+    result = run(a)
+    print(report.table(result))
+    print(f"results: {report.write(result, a.json)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
