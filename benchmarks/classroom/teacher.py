@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -158,10 +159,14 @@ def run(a) -> dict:
                 await s.run()
             await asyncio.gather(*(one(s, d) for s, d in zip(students, arrive, strict=True)),
                                  return_exceptions=True)
-        threading.Thread(target=lambda: loop.run_until_complete(crowd()), daemon=True).start()
+        def in_thread():
+            with contextlib.suppress(asyncio.CancelledError):  # (the benchmark is over)
+                loop.run_until_complete(crowd())
+        threading.Thread(target=in_thread, daemon=True).start()
         counted = {}  # roster count -> when the teacher page first showed it
         total = teacher.locator(".kv-r-total b").first
-        while time.perf_counter() - t_class < a.arrive_s + 15 and len(counted) < a.students:
+        everyone = a.students + a.probes  # (the Chromium pages are students on the roster too)
+        while time.perf_counter() - t_class < a.arrive_s + 15 and len(counted) < everyone:
             try:
                 n = int(total.text_content(timeout=2000) or 0)
             except Exception:  # noqa: BLE001
@@ -171,8 +176,9 @@ def run(a) -> dict:
                 counted.setdefault(k, now)
             time.sleep(0.1)
         arrivals = sorted(s.reported for s in students if hasattr(s, "reported"))
-        out["roster_s"] = summary([counted[k + 1] - t for k, t in enumerate(arrivals) if k + 1 in counted])
-        out["roster_missing"] = a.students - len(counted)
+        out["roster_s"] = summary([counted[a.probes + k + 1] - t for k, t in enumerate(arrivals)
+                                   if a.probes + k + 1 in counted])
+        out["roster_missing"] = everyone - len(counted)
 
         time.sleep(3)
         cpu0, t0 = backends_cpu(a.port), time.perf_counter()
