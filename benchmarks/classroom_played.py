@@ -1,5 +1,5 @@
 """A class on the served lesson as it is now: the browser plays the recordings, the server runs
-only what is new (kvviz/export/routes.py).
+only what is new (kvviz/serve/routes.py).
 
     python -m benchmarks.classroom_played [--students 120] [--arrive-s 20] [--typers 12]
                                           [--backends 2] [--probes 2] [--fresh] [--json PATH]

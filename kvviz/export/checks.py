@@ -5,9 +5,9 @@ engine's answer depend only on the run that node shows (its branch), not on the 
 computed here once per recorded branch, by the same code the live lesson runs (`ExplainState`),
 and the page's player (checks.js) shows the question for the branch each node is at, takes the
 student's answer, then the engine's. A state the student made live (a typed prompt) is asked of
-the server in one request (kvviz/export/live.py: `check`). The facts under the answer box are
+the server in one request (kvviz/serve/live.py: `check`). The facts under the answer box are
 each node's, at the end of the run it shows, with those an open check would give away withheld.
-The sentences are the live lesson's (`SAY`, `withheld`).
+The sentences are the live lesson's (`SAY`, `withheld`: kvviz/export/page_models.py `facts_of`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from pathlib import Path
 
 from bokeh.models import CustomJS
 
+from kvviz.export.page_models import asked_of, facts_of
 from kvviz.export.player import by_class
 from kvviz.nodes.explain.checks import CHECKS
-from kvviz.nodes.explain.state import FACT_NODE, SAY, withheld
+from kvviz.nodes.explain.state import FACT_NODE, SAY
 from kvviz.nodes.recipe import Recipe
 
 CHECKS_JS = Path(__file__).with_name("checks.js").read_text(encoding="utf-8")
@@ -32,17 +33,6 @@ PLAYED_SAY = {
 
 # The parts of Explain it back's view the played page drives, by their classes (kvviz/nodes/explain/view.py).
 PARTS = ("kv-explain-facts", "kv-explain-answer", "kv-explain-predictions")
-
-
-def facts_of(explain, node: str) -> dict[str, list[str]]:
-    """Node `node`'s facts as it is now: key -> [the fact, the fact withheld]."""
-    return {k: [t, withheld(t)] for k, t in explain.fact_map().items() if FACT_NODE[k] == node}
-
-
-def asked_of(explain, node: str) -> dict[str, dict]:
-    """The self-checks about node `node`, as it is now: key -> its question and the engine's answer."""
-    return {c.key: {"question": explain.question(c.key), "answer": explain.engine_answer(c.key)}
-            for c in CHECKS if c.node == node}
 
 
 def meta(states: dict, plan: dict[str, Recipe]) -> dict:

@@ -65,7 +65,7 @@ def wire(models, node: str, controls):
 
 def wire_live(models, node: str, ids) -> None:
     """The controls that need a live engine (by id) send the node's state to the server, whose
-    engine runs it (kvviz/export/live.py): a typed prompt is carried as the link's last request
+    engine runs it (kvviz/serve/live.py): a typed prompt is carried as the link's last request
     (the recipe's `typed`); a button or a select is done by the server to the node's own widget
     of that id."""
     for model in _live_controls(models, ids, predictions=False):

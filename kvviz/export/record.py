@@ -194,7 +194,7 @@ def record(doc: Document, state, branches: dict[str, Setup], reset: Callable[[],
     player writes it into the address bar, and a live session continues from it).
 
     Each branch is put at its settled end (`setup`), then read back one engine step at a time to
-    its start (`Rows.walk_back`: the same reading as a live answer's, kvviz/export/live.py)."""
+    its start (`Rows.walk_back`: the same reading as a live answer's, kvviz/serve/live.py)."""
     reader = Reader(doc, strict=True)
     stored = Values()
     rows = Rows(reader, stored)

@@ -69,10 +69,10 @@ def provenance() -> dict[str, str]:
             "model_sha256": model["weights_sha256"], "commit": commit}
 
 
-# Where a page served beside the live lesson (kvviz/export/routes.py: /lesson/...) finds it.
+# Where a page served beside the live lesson (kvviz/serve/routes.py: /lesson/...) finds it.
 SERVED_LIVE = "../app"
 SERVED_HANDIN = "../lesson-handin"  # (kvviz/handin/endpoint.py)
-SERVED_FRAMES = "../lesson-live"  # (kvviz/export/live.py: what no recording holds)
+SERVED_FRAMES = "../lesson-live"  # (kvviz/serve/live.py: what no recording holds)
 SERVED_REPORT, SERVED_CLASS = "../lesson-report", "../lesson-class"  # (kvviz/handin/class_endpoint.py)
 
 
@@ -190,7 +190,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
                explained: dict | None = None) -> tuple[Document, list[str], dict[str, list]]:
     """A document holding the note and the nodes `keys`, recorded; returns it, its scripts and
     each node's recorded properties as (place in `model_order`, name): what a live process
-    reads for a frame (kvviz/export/live.py). `served`: the page is served beside the live
+    reads for a frame (kvviz/serve/live.py). `served`: the page is served beside the live
     lesson, so the controls that need an engine continue their node live (else they are shown
     disabled). `walked`: the nodes already recorded by an earlier page of this export (reused:
     put at their default state, not walked again), and where this page's walks are added.
@@ -257,7 +257,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
                 "vars": recipe.vars, "branch": recipe.branch,
                 "actions": {name: asdict(effect) for name, effect in recipe.actions.items()}}
         if served:
-            meta["models"] = order  # (a live frame names a model by its place: kvviz/export/live.py)
+            meta["models"] = order  # (a live frame names a model by its place: kvviz/serve/live.py)
             meta["controls"] = {c.action: c.id for c in recipe.controls if c.action not in TRANSPORT_ACTIONS}
             wire_live(mine, key, recipe.live_only)
             ids.update(wire_predictions(mine, key))
@@ -310,7 +310,7 @@ LINKED_RE = re.compile(r'"url":"((?:kvviz|handin)\.css\?v=[0-9a-f]+|static/exten
 
 def version_stylesheets(text: str, version: str) -> str:
     """Every stylesheet link of a page with `?v=version` (one that has a version keeps it): a
-    browser keeps them (kvviz/export/routes.py, deploy's nginx: cached when versioned), so a
+    browser keeps them (kvviz/serve/routes.py, deploy's nginx: cached when versioned), so a
     button drawn again asks for none."""
     return STYLESHEET_RE.sub(lambda m: f'{m.group(1)}?v={version}"', text)
 
@@ -350,7 +350,7 @@ def export(out: Path, live_url: str | None = None, only: list[str] | None = None
            walked: dict[str, Walked] | None = None, progress: Progress | None = None) -> list[Path]:
     """Write the site into `out` (only the node pages `only`, if given; else every node page and
     index.html); returns the pages written. `served`: for a server beside the live lesson
-    (kvviz/export/routes.py), whose controls that need an engine continue live. `walked`: nodes
+    (kvviz/serve/routes.py), whose controls that need an engine continue live. `walked`: nodes
     already walked by this code (`walks(folder)` of its served recording), recorded from those
     walks rather than walked again. `progress`, if given, is told before each page is made."""
     out.mkdir(parents=True, exist_ok=True)
@@ -394,7 +394,7 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
                                            explained)
         pages.append(out / "index.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} (recording)")
-    if served:  # (what kvviz/export/live.py reads for a frame, beside the pages)
+    if served:  # (what kvviz/serve/live.py reads for a frame, beside the pages)
         (out / FRAMES_FILE).write_text(json.dumps(frames), encoding="utf-8")
     (out / "recording.json").write_text(json.dumps({**facts, "fonts": SYSTEM_FONTS}, indent=2), encoding="utf-8")
     return pages

@@ -40,8 +40,15 @@ from bokeh.document import Document
 from panel.io.state import set_curdoc
 
 from kvviz import urlstate
-from kvviz.export import checks
-from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
+from kvviz.export.page_models import (
+    FRAMES_FILE,
+    TRANSPORT_ACTIONS,
+    asked_of,
+    facts_of,
+    model_order,
+    node_column,
+    page_config,
+)
 from kvviz.export.record import Reader, Rows, Values
 from kvviz.lesson import Lesson
 from kvviz.nodes import BY_KEY
@@ -147,7 +154,7 @@ class Frames:
         # (the page's recorded properties, those it holds from earlier answers, then any this branch changes)
         rows = Rows(self.reader, stored, wanted + [p for p in others if p not in set(wanted)])
         link = urlencode(url.query(state)) if url is not None else ""
-        facts = checks.facts_of(self.lesson.states["explain"], self.key)  # (Explain it back's, at its end)
+        facts = facts_of(self.lesson.states["explain"], self.key)  # (Explain it back's, at its end)
         rows.walk_back(state, start)  # (the same reading as a recording's: kvviz/export/record.py)
         n = len(wanted)
         return {"node": self.key, "n": n, "from": min(start, rows.steps[-1]),
@@ -168,7 +175,7 @@ class Frames:
         if url is not None:
             url.restore(self.state, parsed.links[self.key], [])
         explain = self.lesson.states["explain"]
-        return {"node": self.key, "asked": checks.asked_of(explain, self.key), "facts": checks.facts_of(explain, self.key)}
+        return {"node": self.key, "asked": asked_of(explain, self.key), "facts": facts_of(explain, self.key)}
 
 
 def _multi(query: str) -> dict[str, list[str]]:
