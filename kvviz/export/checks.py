@@ -12,8 +12,11 @@ The sentences are the live lesson's (`SAY`, `withheld`: kvviz/export/page_models
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+from bokeh.model import Model
 from bokeh.models import CustomJS
 
 from kvviz.export.page_models import asked_of, facts_of
@@ -35,13 +38,13 @@ PLAYED_SAY = {
 PARTS = ("kv-explain-facts", "kv-explain-answer", "kv-explain-predictions")
 
 
-def meta(states: dict, plan: dict[str, Recipe]) -> dict:
+def meta(states: dict[str, Any], plan: dict[str, Recipe]) -> dict[str, Any]:
     """What the player needs for Explain it back: every check (key, node, why, what it hides),
     and per node and recorded branch, the checks' questions and answers and the node's facts.
     `states`: a lesson's states with no view (each node is put in each of its branches)."""
     explain = states["explain"]
-    asked: dict[str, dict] = {}
-    facts: dict[str, dict] = {}
+    asked: dict[str, dict[str, Any]] = {}
+    facts: dict[str, dict[str, Any]] = {}
     for node in dict.fromkeys(c.node for c in CHECKS):  # (in the checks' order: the same page every time)
         recipe = plan.get(node)
         if recipe is None:
@@ -57,11 +60,11 @@ def meta(states: dict, plan: dict[str, Recipe]) -> dict:
             "say": {**SAY, **PLAYED_SAY}}
 
 
-def wire(models) -> dict[str, str]:
+def wire(models: Iterable[Model]) -> dict[str, str]:
     """Attach Explain it back's controls among `models` (its view's) to the player (checks.js),
     each found by its class; hide what needs a session (its own hand-in box: the page's is
     below it; the Markdown download). Returns the ids of the parts the player writes."""
-    ids = {}
+    ids: dict[str, str] = {}
     for c in CHECKS:
         ids[f"question-{c.key}"] = by_class(models, f"kv-check-question-{c.key}").id
         ids[f"feedback-{c.key}"] = by_class(models, f"kv-check-feedback-{c.key}").id
@@ -72,7 +75,8 @@ def wire(models) -> dict[str, str]:
     for part in PARTS:
         ids[part.removeprefix("kv-explain-")] = by_class(models, part).id
     for model in models:
-        classes = getattr(model, "css_classes", None) or []
+        element: Any = model  # (one with classes is a widget's or a pane's model: it has `visible`)
+        classes = getattr(element, "css_classes", None) or []
         if "kv-download" in classes or "kv-handin" in classes:
-            model.visible = False
+            element.visible = False
     return ids

@@ -11,8 +11,11 @@ recording) or are shown disabled (`disable`: a copy with no server).
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
+from bokeh.model import Model
 from bokeh.models import CustomJS
 
 from kvviz.controls.prediction import CHOICE
@@ -26,11 +29,11 @@ PLAYER_JS = (Path(__file__).with_name("player.js")).read_text(encoding="utf-8")
 CLASSROOM_JS = js_source(web_file, "find_sections.js") + "\n" + js_source(__file__, "classroom.js")
 
 
-def classes(model) -> list[str]:
+def classes(model: Any) -> list[str]:
     return list(getattr(model, "css_classes", None) or [])
 
 
-def by_class(models, css_class: str):
+def by_class(models: Iterable[Model], css_class: str) -> Model:
     """The one model among `models` with this class (LookupError when there is none, or more)."""
     found = [m for m in models if css_class in classes(m)]
     if len(found) != 1:
@@ -38,12 +41,12 @@ def by_class(models, css_class: str):
     return found[0]
 
 
-def _find(models, control: Control):
+def _find(models: Iterable[Model], control: Control) -> Model:
     """The Bokeh model of a control among `models` (a node's), by its id."""
     return by_class(models, f"kv-{control.id}")
 
 
-def wire(models, node: str, controls):
+def wire(models: Iterable[Model], node: str, controls: Iterable[Control]) -> Model | None:
     """Attach each control among `models` (the node's) to the player; returns the Play button's
     model (its label changes)."""
     play = None
@@ -63,7 +66,7 @@ def wire(models, node: str, controls):
     return play
 
 
-def wire_live(models, node: str, ids) -> None:
+def wire_live(models: Iterable[Model], node: str, ids: Collection[str]) -> None:
     """The controls that need a live engine (by id) send the node's state to the server, whose
     engine runs it (kvviz/serve/live.py): a typed prompt is carried as the link's last request
     (the recipe's `typed`); a button or a select is done by the server to the node's own widget
@@ -81,11 +84,12 @@ def wire_live(models, node: str, ids) -> None:
             model.js_on_change("value", CustomJS(code=call + ", value: cb_obj.value, model: cb_obj.id})"))
 
 
-def _is_prediction(model) -> bool:
+def _is_prediction(model: Model) -> bool:
     return any(c in PREDICTION_CLASSES for c in classes(model))
 
 
-def _live_controls(models, ids, predictions: bool = True):
+def _live_controls(models: Iterable[Model], ids: Collection[str],
+                   predictions: bool = True) -> Iterator[Model]:
     for model in models:
         if not hasattr(model, "disabled"):
             continue
@@ -93,12 +97,12 @@ def _live_controls(models, ids, predictions: bool = True):
             yield model
 
 
-def wire_predictions(models, node: str) -> dict[str, str]:
+def wire_predictions(models: Iterable[Model], node: str) -> dict[str, Any]:
     """A node's prediction controls resolved in the page from the recorded outcomes (player.js:
     `predict`): a choice button commits its choice, the number box its number (Enter, or the
     Lock button). Returns the ids of the panel's status line, of the panel, and of each choice's
     button (`choices`: the player shows the one locked in pressed)."""
-    ids: dict = {"choices": {}}
+    ids: dict[str, Any] = {"choices": {}}
     for model in models:
         cls = classes(model)
         call = f"window.kvvizPlayer.act({node!r}, 'predict'"
@@ -124,8 +128,9 @@ NUMBER = "kv-predict-number"
 PREDICTION_CLASSES = (CHOICE, NUMBER, "kv-predict-lock")
 
 
-def disable(models, ids) -> None:
+def disable(models: Iterable[Model], ids: Collection[str]) -> None:
     """Show the controls among `models` that need the live engine disabled (by id), and every
     prediction control."""
     for model in _live_controls(models, ids):
-        model.disabled = True
+        control: Any = model  # (a widget's model: every one _live_controls finds has `disabled`)
+        control.disabled = True

@@ -22,12 +22,14 @@ import json
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import panel as pn
 from bokeh.document import Document
+from bokeh.model import Model
 from bokeh.resources import Resources
 from bokeh.util.paths import bokehjs_path
 
@@ -115,16 +117,17 @@ def note_html(facts: dict[str, str], live_url: str | None, served: bool = False)
             f"Rewind and the controls replay them.{live}</p>")
 
 
-def _pack(data: dict) -> str:
+def _pack(data: dict[str, Any]) -> str:
     raw = json.dumps(data, separators=(",", ":")).encode()
     return base64.b64encode(gzip.compress(raw, 9, mtime=0)).decode()
 
 
-def predictions(state, recipe: Recipe) -> dict:
+def predictions(state: Any, recipe: Recipe) -> dict[str, Any]:
     """What the page needs to resolve a prediction without a server: the question asked at each
     branch's settled end (None: none), and for each key action the engine's outcome and its
     arithmetic, found by driving the real state through it with a prediction pending."""
-    questions, outcomes = {}, {}
+    questions: dict[str, Any] = {}
+    outcomes: dict[str, Any] = {}
     for key, setup in recipe.branches.items():
         setup(state)
         q = state.question()
@@ -143,15 +146,22 @@ def predictions(state, recipe: Recipe) -> dict:
 
 
 
-def _by_class(doc: Document, css_class: str, optional: bool = False) -> str | None:
-    """The id of the one model of `doc` with this CSS class (None when there is none and that is
+def _by_class(doc: Document, css_class: str, optional: bool = False) -> Model | None:
+    """The one model of `doc` with this CSS class (None when there is none and that is
     `optional`)."""
-    found = [m.id for m in doc.models if css_class in (getattr(m, "css_classes", None) or [])]
+    found = [m for m in doc.models if css_class in (getattr(m, "css_classes", None) or [])]
     if optional and not found:
         return None
     if len(found) != 1:
         raise LookupError(f"{len(found)} models with class {css_class!r}")
     return found[0]
+
+
+def _view(doc: Document, key: str) -> Model:
+    """Node `key`'s view in `doc`: its column's model (the one with the class `kv-recorded-<key>`)."""
+    view = _by_class(doc, f"kv-recorded-{key}")
+    assert view is not None  # (not optional: found, or LookupError)
+    return view
 
 
 @dataclass
@@ -162,10 +172,10 @@ class Walked:
     rather than walk the node's states again."""
 
     rec: Recording
-    placed: list[list]  # [place in model_order, property name] for each of rec.props
-    predict: dict | None
+    placed: list[list[Any]]  # [place in model_order, property name] for each of rec.props
+    predict: dict[str, Any] | None
 
-    def placed_in(self, order: list[str]) -> Recording:
+    def placed_in(self, order: Sequence[str]) -> Recording:
         """The recording with its properties on the models `order` (another page's, by place)."""
         return replace(self.rec, props=[[order[place], attr] for place, attr in self.placed])
 
@@ -173,7 +183,8 @@ class Walked:
 def walks(folder: Path) -> dict[str, Walked]:
     """The walks a served recording made (kvviz/export/cache.py: its `folder`), read back from its
     node pages and frames.json: a static export of the same code reuses them (`export(walked=)`)."""
-    decode, out = json.JSONDecoder().raw_decode, {}
+    decode = json.JSONDecoder().raw_decode
+    out: dict[str, Walked] = {}
     frames = json.loads((folder / FRAMES_FILE).read_text(encoding="utf-8"))
     for key, placed in frames.items():
         text = (folder / f"{key}.html").read_text(encoding="utf-8")
@@ -185,9 +196,9 @@ def walks(folder: Path) -> dict[str, Walked]:
     return out
 
 
-def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool = False,
+def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], served: bool = False,
                walked: dict[str, Walked] | None = None,
-               explained: dict | None = None) -> tuple[Document, list[str], dict[str, list]]:
+               explained: dict[str, Any] | None = None) -> tuple[Document, list[str], dict[str, list[Any]]]:
     """A document holding the note and the nodes `keys`, recorded; returns it, its scripts and
     each node's recorded properties as (place in `model_order`, name): what a live process
     reads for a frame (kvviz/serve/live.py). `served`: the page is served beside the live
@@ -204,7 +215,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
     notes = pn.pane.HTML(note_html(facts, live_url, served), sizing_mode="stretch_width",
                          css_classes=["kv-prose", "kv-provenance"])
     whole = len(keys) > 1  # (the whole lesson: in its frame, as the live page has it)
-    prose = {"sizing_mode": "stretch_width", "css_classes": ["kv-prose"]}
+    prose: dict[str, Any] = {"sizing_mode": "stretch_width", "css_classes": ["kv-prose"]}
     parts = [*(opening(heading=True) if whole else [page_heading(keys[0])])]
     for k in keys:
         if k == "explain" and served and whole:
@@ -223,36 +234,40 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
     if served:  # (the class the teacher runs: the roster's reports, pause, pace, follow me)
         classroom = browser_config(SERVED_REPORT, SERVED_CLASS, OUTLINE)
         scripts.append(f"window.kvvizPlayer.classroom.setup({json.dumps(classroom)});")
-    placed: dict[str, list] = {}
+    placed: dict[str, list[Any]] = {}
     for key in keys:
         recipe: Recipe | None = plan.get(key)
         if recipe is None:  # explain it back: its self-checks answered from the recorded runs
-            mine = doc.get_model_by_id(_by_class(doc, f"kv-recorded-{key}")).references()
+            mine = _view(doc, key).references()
             parts_ids = checks.wire(mine)
-            explained = explained or checks.meta(spare.states, plan)
+            if not explained:
+                assert spare is not None  # (there is one for a page that holds Explain it back)
+                explained = checks.meta(spare.states, plan)
             scripts.append(f"window.kvvizPlayer.checks.setup({json.dumps(explained)}, "
                            f"{json.dumps(parts_ids)});")
             continue
         state = lesson.states[key]
 
-        def reset(r: Recipe = recipe, s=state) -> None:  # (back to the default branch's settled end)
+        def reset(r: Recipe = recipe, s: Any = state) -> None:  # (back to the default branch's settled end)
             r.branches[r.default](s)
 
         known = walked.get(key) if walked is not None else None
         made = known is None
-        if made:  # (not walked by this export yet: walked now, here; kvviz/export/walk.py)
+        if known is None:  # (not walked by this export yet: walked now, here; kvviz/export/walk.py)
             rec, places = walk.walk_all({key: list(recipe.branches)}, workers=1)[key]
             known = Walked(rec, places, None)
         reset()  # (where the walk would have left it: the page is saved from there)
         # (the line under a node's controls that says a branch was run live: node 04 has none)
-        ids = {"view": _by_class(doc, f"kv-recorded-{key}"), "live": _by_class(doc, f"kv-live-{key}", optional=True)}
-        order = [m.id for m in model_order(doc.get_model_by_id(ids["view"]))]
+        view, live = _view(doc, key), _by_class(doc, f"kv-live-{key}", optional=True)
+        ids: dict[str, Any] = {"view": view.id, "live": live.id if live is not None else None}
+        order = [m.id for m in model_order(view)]
         rec = known.placed_in(order)
         placed[key] = known.placed
-        mine = doc.get_model_by_id(ids["view"]).references()  # (the node's own models: its controls)
+        mine = view.references()  # (the node's own models: its controls)
         play = wire(mine, key, recipe.controls)
         ids["counter"] = next((m.id for m in mine if "kv-counter" in (getattr(m, "css_classes", None) or [])), None)
-        meta = {**recipe.meta, "params": list(BY_KEY[key].url.PARAMS) if BY_KEY[key].url else [],
+        url = BY_KEY[key].url
+        meta = {**recipe.meta, "params": list(url.PARAMS) if url else [],
                 # (what the node's own actions do, as data: the generic player runs them)
                 "vars": recipe.vars, "branch": recipe.branch,
                 "actions": {name: asdict(effect) for name, effect in recipe.actions.items()}}
@@ -262,7 +277,10 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
             wire_live(mine, key, recipe.live_only)
             ids.update(wire_predictions(mine, key))
             known_predict = known.predict  # (none from a static page's walk)
-            meta["predict"] = known_predict if known_predict is not None else predictions(spare.states[key], recipe)
+            if known_predict is None:
+                assert spare is not None  # (there is one for a served page)
+                known_predict = predictions(spare.states[key], recipe)
+            meta["predict"] = known_predict
         else:
             disable(mine, recipe.live_only)
         ids["play"] = play.id if play else None
@@ -276,7 +294,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
 def _localise(text: str, out: Path) -> str:
     """Panel's component stylesheets point at its CDN: copy each into OUT/static/panel and point
     there instead (a recording must open with no network)."""
-    def local(match: re.Match) -> str:
+    def local(match: re.Match[str]) -> str:
         rel = match.group(1)
         src = (PANEL_DIST / rel).resolve()
         if not src.is_file() or PANEL_DIST not in src.parents:
@@ -366,7 +384,7 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     # (a served page opens node 04 live, from its link; a static one plays its vLLM recording)
     recorded = [n for n in NODES if n.key in recipes() and (n in LIVE or not served)]
     facts, pages = provenance(), []
-    frames: dict[str, list] = {}  # node -> its recorded properties (build_page)
+    frames: dict[str, list[Any]] = {}  # node -> its recorded properties (build_page)
     # (Explain it back's self-checks per run: made once, for every page that holds it)
     wanted = not only or (not served and "explain" in only)
     explained = checks.meta(Lesson({}).states, recipes()) if wanted else None

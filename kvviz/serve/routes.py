@@ -28,9 +28,11 @@ import gzip
 import json
 import os
 import re
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
 import torch
@@ -48,7 +50,7 @@ from kvviz.serve import live
 NODE_RE = re.compile(r"^[a-z]{1,20}$")
 
 
-def _recorded_nodes(folder) -> set[str]:
+def _recorded_nodes(folder: Path) -> set[str]:
     return {p.stem for p in folder.glob("*.html") if p.stem != "index"}
 
 
@@ -75,8 +77,11 @@ class LessonRoot(RequestHandler):
 class LessonFiles(StaticFileHandler):
     """`/lesson/<path>`: a file of the finished recording (before it is ready: the live lesson)."""
 
-    def initialize(self) -> None:
-        super().initialize(path=str(cache_folder.cache_root()), default_filename="index.html")
+    def initialize(self, path: str = "", default_filename: str | None = "index.html",
+                   allowed_symlink_directory: str | list[str] | None = None) -> None:
+        """The files under the cache's folder (`path`, when a route names none)."""
+        super().initialize(path=path or str(cache_folder.cache_root()), default_filename=default_filename,
+                           allowed_symlink_directory=allowed_symlink_directory)
 
     async def get(self, path: str, include_body: bool = True) -> None:
         start()
@@ -140,7 +145,7 @@ class LessonLive(RequestHandler):
 ANSWERING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-live")
 
 
-def _answer(folder, query: str) -> tuple[int, bytes, float]:
+def _answer(folder: Path, query: str) -> tuple[int, bytes, float]:
     started = time.perf_counter()
     status, body = _service(folder).answer(query)
     compute = time.perf_counter() - started
@@ -154,7 +159,7 @@ def _answer(folder, query: str) -> tuple[int, bytes, float]:
 _SERVICES: dict[str, live.Service] = {}
 
 
-def _service(folder) -> live.Service:
+def _service(folder: Path) -> live.Service:
     from kvviz.export.recipes import recipes
 
     if str(folder) not in _SERVICES:
@@ -173,7 +178,8 @@ ROUTES = [
 ]
 
 _STARTED = threading.Lock()
-RECORDER: list = []  # (the recording's child process, once started; none when it was there already)
+# (the recording's child process, once started; None when it was there already)
+RECORDER: list[subprocess.Popen[bytes] | None] = []
 
 
 def start() -> None:
@@ -205,5 +211,9 @@ def _warm_when_recorded(poll_s: float = 2.0, give_up_s: float = 3600) -> None:
             return
         time.sleep(poll_s)
     for key in live.Service.keys(folder):
-        ANSWERING.submit(lambda k=key: _service(folder).warm(k))  # (between answers, on their thread)
+        ANSWERING.submit(_warm, folder, key)  # (between answers, on their thread)
+
+
+def _warm(folder: Path, key: str) -> None:
+    _service(folder).warm(key)
 
