@@ -27,7 +27,8 @@ TRANSPORT_ACTIONS = {c.action for c in TRANSPORT}
 
 def node_column(lesson: Lesson, key: str) -> pn.Column:
     """A node's view as every recorded page holds it (and kvviz/serve/live.py's frames)."""
-    return pn.Column(lesson.view(key), sizing_mode="stretch_width", css_classes=[f"kv-recorded-{key}"], margin=0)
+    return pn.Column(lesson.view(key), sizing_mode="stretch_width", css_classes=[f"kv-recorded-{key}"],
+                     margin=0)
 
 
 def model_order(model: Model) -> list[Model]:

@@ -15,8 +15,9 @@
                       (kvviz/serve/live.py); a client asking too fast: 429, "slow down"
                       (kvviz/process/throttle.py, as /lesson-handin)
 
-Importing this module does nothing more: `start()` begins the recording (kvviz/export/cache.py, started by kvviz/export/cache_folder.py) in
-a child process if this code has none yet, at the server's start (Panel's `--setup on_start.py`,
+Importing this module does nothing more: `start()` begins the recording (`python -m
+kvviz.export.cache`, by kvviz/export/cache_folder.py: never imported here) in a child process
+if this code has none yet, at the server's start (Panel's `--setup on_start.py`,
 which the launchers pass) or else at its first request. Scripted actions on the recorded pages never reach the server; what no
 recording holds runs on this server's engine: a typed prompt or question, Release oldest, Fill
 the pool (/lesson-live, played in the page); Explain it back and node 04 (live at /app).
@@ -106,8 +107,10 @@ class LessonStatus(RequestHandler):
         folder = cache_folder.ready(k=cache_folder.served_key())
         # warm: this process's engine is ready for what no recording holds (its frames built)
         warm = folder is not None and str(folder) in _SERVICES and _SERVICES[str(folder)].warmed()
-        facts = None if folder is not None else cache_folder.progress(k=cache_folder.served_key())  # (the recording in progress)
-        self.write(json.dumps({"ready": folder is not None, "key": cache_folder.served_key(), "warm": warm, "progress": facts}))
+        # (the recording in progress)
+        facts = None if folder is not None else cache_folder.progress(k=cache_folder.served_key())
+        self.write(json.dumps({"ready": folder is not None, "key": cache_folder.served_key(), "warm": warm,
+                               "progress": facts}))
 
 
 class LessonLive(RequestHandler):
