@@ -6,7 +6,8 @@ node's own Bokeh widgets call `window.kvvizPlayer.act(node, action, value)` thro
 callbacks (`wire`). A control is found by its id: the class `kv-<id>` its view gives it (never
 its label or placeholder). Controls that need a live engine either have the server's engine run
 them (`wire_live`: a page served beside the live lesson; the answer is played like the
-recording) or are shown disabled (`disable`: a copy with no server).
+recording) or are shown disabled (`disable`: a copy with no server). A node's predictions are
+resolved in the page from the engine's recorded outcomes (`predictions`, `wire_predictions`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any
 from bokeh.model import Model
 from bokeh.models import CustomJS
 
-from kvviz.controls.prediction import CHOICE
-from kvviz.nodes.recipe import Control
+from kvviz.controls.prediction import CHOICE, CHOSEN
+from kvviz.nodes.recipe import Control, Recipe
+from kvviz.state import predict
 from kvviz.web import __file__ as web_file
 from kvviz.web.js_source import js_source
 
@@ -120,6 +122,30 @@ def wire_predictions(models: Iterable[Model], node: str) -> dict[str, Any]:
         elif "kv-predict" in cls:
             ids["panel"] = model.id
     return ids
+
+
+def predictions(state: Any, recipe: Recipe) -> dict[str, Any]:
+    """What the page needs to resolve a prediction without a server: the question asked at each
+    branch's settled end (None: none), and for each key action the engine's outcome and its
+    arithmetic, found by driving the real state through it with a prediction pending."""
+    questions: dict[str, Any] = {}
+    outcomes: dict[str, Any] = {}
+    for key, setup in recipe.branches.items():
+        setup(state)
+        q = state.question()
+        questions[key] = (None if q is None
+                          else {"text": q.text, "action": q.action, "choices": list(q.choices)})
+    for target, (source, act) in recipe.keys.items():
+        recipe.branches[source](state)
+        q = state.question()
+        if q is None or not state.predict(q.choices[0] if q.choices else "0"):
+            continue
+        act(state)
+        if state.predictions:
+            entry = state.predictions[-1]
+            outcomes[target] = {"outcome": entry.outcome, "why": entry.why}
+    # (what the page says when a locked prediction's question changed, and the pressed choice's class)
+    return {"questions": questions, "outcomes": outcomes, "cleared": predict.CLEARED, "chosen": CHOSEN}
 
 
 # Every node's predict-then-run controls need a live engine to answer (kvviz/controls/prediction.py):

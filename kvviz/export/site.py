@@ -34,17 +34,23 @@ from bokeh.resources import Resources
 from bokeh.util.paths import bokehjs_path
 
 from kvviz import page_text
-from kvviz.controls.prediction import CHOSEN
 from kvviz.export import checks, walk
 from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
-from kvviz.export.player import CLASSROOM_JS, PLAYER_JS, disable, wire, wire_live, wire_predictions
+from kvviz.export.player import (
+    CLASSROOM_JS,
+    PLAYER_JS,
+    disable,
+    predictions,
+    wire,
+    wire_live,
+    wire_predictions,
+)
 from kvviz.export.recipes import recipes
 from kvviz.export.record import Recording
 from kvviz.handin.classroom import browser_config
 from kvviz.lesson import NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening, page_heading
 from kvviz.nodes import BY_KEY, LIVE, NODES, OUTLINE
 from kvviz.nodes.recipe import Recipe
-from kvviz.state import predict
 from kvviz.web import stylesheet
 from kvviz.web.keyboard import Keyboard
 
@@ -55,8 +61,6 @@ BOKEH_STATIC = Path(bokehjs_path())
 # The page's libraries, linked relative to it (`./static/...`, as a Bokeh server names them).
 RESOURCES = Resources(mode="server", root_url="./")
 LIBRARY_RE = re.compile(r'(?:src|href)="(?:\./)?(static/(js|extensions/panel)/([A-Za-z0-9_./@^-]+?))(?:\?v=[0-9a-f]+)?"')
-
-
 
 
 def provenance() -> dict[str, str]:
@@ -122,46 +126,16 @@ def _pack(data: dict[str, Any]) -> str:
     return base64.b64encode(gzip.compress(raw, 9, mtime=0)).decode()
 
 
-def predictions(state: Any, recipe: Recipe) -> dict[str, Any]:
-    """What the page needs to resolve a prediction without a server: the question asked at each
-    branch's settled end (None: none), and for each key action the engine's outcome and its
-    arithmetic, found by driving the real state through it with a prediction pending."""
-    questions: dict[str, Any] = {}
-    outcomes: dict[str, Any] = {}
-    for key, setup in recipe.branches.items():
-        setup(state)
-        q = state.question()
-        questions[key] = None if q is None else {"text": q.text, "action": q.action, "choices": list(q.choices)}
-    for target, (source, act) in recipe.keys.items():
-        recipe.branches[source](state)
-        q = state.question()
-        if q is None or not state.predict(q.choices[0] if q.choices else "0"):
-            continue
-        act(state)
-        if state.predictions:
-            entry = state.predictions[-1]
-            outcomes[target] = {"outcome": entry.outcome, "why": entry.why}
-    # (what the page says when a locked prediction's question changed, and the pressed choice's class)
-    return {"questions": questions, "outcomes": outcomes, "cleared": predict.CLEARED, "chosen": CHOSEN}
+def _with_class(doc: Document, css_class: str) -> list[Model]:
+    return [m for m in doc.models if css_class in (getattr(m, "css_classes", None) or [])]
 
 
-
-def _by_class(doc: Document, css_class: str, optional: bool = False) -> Model | None:
-    """The one model of `doc` with this CSS class (None when there is none and that is
-    `optional`)."""
-    found = [m for m in doc.models if css_class in (getattr(m, "css_classes", None) or [])]
-    if optional and not found:
-        return None
+def _by_class(doc: Document, css_class: str) -> Model:
+    """The one model of `doc` with this CSS class."""
+    found = _with_class(doc, css_class)
     if len(found) != 1:
         raise LookupError(f"{len(found)} models with class {css_class!r}")
     return found[0]
-
-
-def _view(doc: Document, key: str) -> Model:
-    """Node `key`'s view in `doc`: its column's model (the one with the class `kv-recorded-<key>`)."""
-    view = _by_class(doc, f"kv-recorded-{key}")
-    assert view is not None  # (not optional: found, or LookupError)
-    return view
 
 
 @dataclass
@@ -238,7 +212,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], ser
     for key in keys:
         recipe: Recipe | None = plan.get(key)
         if recipe is None:  # explain it back: its self-checks answered from the recorded runs
-            mine = _view(doc, key).references()
+            mine = _by_class(doc, f"kv-recorded-{key}").references()
             parts_ids = checks.wire(mine)
             if not explained:
                 assert spare is not None  # (there is one for a page that holds Explain it back)
@@ -258,8 +232,9 @@ def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], ser
             known = Walked(rec, places, None)
         reset()  # (where the walk would have left it: the page is saved from there)
         # (the line under a node's controls that says a branch was run live: node 04 has none)
-        view, live = _view(doc, key), _by_class(doc, f"kv-live-{key}", optional=True)
-        ids: dict[str, Any] = {"view": view.id, "live": live.id if live is not None else None}
+        view, live = _by_class(doc, f"kv-recorded-{key}"), f"kv-live-{key}"
+        ids: dict[str, Any] = {"view": view.id,
+                               "live": _by_class(doc, live).id if _with_class(doc, live) else None}
         order = [m.id for m in model_order(view)]
         rec = known.placed_in(order)
         placed[key] = known.placed
@@ -376,7 +351,6 @@ def export(out: Path, live_url: str | None = None, only: list[str] | None = None
         shutil.copyfile(ROOT / name, out / Path(name).name)
     with page_config():
         return _write_pages(out, live_url, only, served, dict(walked or {}), progress or (lambda *_: None))
-
 
 
 def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served: bool,
