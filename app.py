@@ -18,7 +18,7 @@ import torch
 from bokeh.settings import settings
 
 import stylesheets  # noqa: F401  (the class whose files Panel serves: the stylesheets)
-from kvviz.export import cache
+from kvviz.export import cache_folder
 from kvviz.lesson import STYLESHEET_URL, Lesson
 from kvviz.process import memory, metrics, private_api
 from kvviz.timeline import MEMO
@@ -43,7 +43,7 @@ pn.config.css_files = [STYLESHEET_URL]
 metrics.install(MEMO)  # (counts for the class server's status page, the timeline memo's among them)
 memory.tune_gc()  # (once per process: full collections stopped every session's clicks)
 # (while the server makes the recorded lesson, the live page says how far it has got)
-lesson = Lesson(pn.state.session_args, recording=cache.recording_line)
+lesson = Lesson(pn.state.session_args, recording=cache_folder.recording_line)
 metrics.track(lesson)
 doc = pn.state.curdoc
 # Each root added to the document recomputes its whole model graph; the template adds a dozen

@@ -1,6 +1,6 @@
 """Panel's `--setup` script for a server of the lesson (`panel serve app.py teacher.py --plugins
-kvviz.export.routes --setup on_start.py`, as `kvviz lesson` and `make class` run it): the recorded
-lesson begins at the server's start, not at its first request (kvviz/export/routes.py `start`).
+kvviz.serve.routes --setup on_start.py`, as `kvviz lesson` and `make class` run it): the recorded
+lesson begins at the server's start, not at its first request (kvviz/serve/routes.py `start`).
 With --num-procs, Panel runs it in each process."""
 
 import sys
@@ -11,6 +11,6 @@ from pathlib import Path
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kvviz.export import routes  # noqa: E402
+from kvviz.serve import routes  # noqa: E402
 
 routes.start()

@@ -201,9 +201,9 @@ def recordings_dir() -> Path:
     nginx serves its files from disk once they are there."""
     if str(HERE.parent) not in sys.path:
         sys.path.insert(0, str(HERE.parent))
-    from kvviz.export import cache
+    from kvviz.export import cache_folder
 
-    return cache.cache_root() / cache.key()
+    return cache_folder.cache_root() / cache_folder.key()
 
 
 def split_origins(allow: str) -> list[str]:
@@ -214,7 +214,7 @@ def split_origins(allow: str) -> list[str]:
 APPS = ("app.py", "teacher.py")  # /app for the students, /teacher for the teacher
 # Warmed up on each backend at start: the live lesson (what / opens until the recording is made),
 # and Explain it back (live from the recorded lesson). Each backend readies its own engine for
-# what no recording holds by itself, once the recording is there (kvviz/export/routes.py).
+# what no recording holds by itself, once the recording is there (kvviz/serve/routes.py).
 WARM_PATHS = ("/app", "/app?node=explain")
 
 
@@ -222,7 +222,7 @@ def backend_command(port: int, origins: list[str], session_lifetime_ms: int, che
                     address: str = "127.0.0.1", apps: tuple[str, ...] = APPS) -> list[str]:
     cmd = [sys.executable, "-m", "panel", "serve", *apps, "--port", str(port), "--address", address,
            "--num-procs", "1", "--static-dirs", "assets=./assets", "--use-xheaders",
-           "--plugins", "kvviz.export.routes",  # (/: the recorded lesson, played in the browser)
+           "--plugins", "kvviz.serve.routes",  # (/: the recorded lesson, played in the browser)
            "--setup", "on_start.py",  # (its recording begun at the backend's start)
            "--unused-session-lifetime", str(session_lifetime_ms),
            "--check-unused-sessions", str(check_sessions_ms)]

@@ -48,11 +48,11 @@ def lesson_argv(port: int = DEFAULT_PORT, address: str = "localhost", procs: int
                 python: str = sys.executable) -> list[str]:
     """The `panel serve` command line that serves the lesson (run from the checkout's root):
     app.py at / and /app, the teacher page at /teacher, assets/ at /assets, the recorded lesson's
-    routes (kvviz.export.routes), whose recording begins at the start (on_start.py)."""
+    routes (kvviz.serve.routes), whose recording begins at the start (on_start.py)."""
     allow = allow if allow is not None else default_allow(address, port)
     return [python, "-m", "panel", "serve", "app.py", "teacher.py", "--port", str(port), "--address", address,
             "--num-procs", str(procs), "--allow-websocket-origin", allow, "--static-dirs", "assets=./assets",
-            "--plugins", "kvviz.export.routes", "--setup", "on_start.py"]
+            "--plugins", "kvviz.serve.routes", "--setup", "on_start.py"]
 
 
 def students_url(address: str, port: int) -> str:
@@ -86,19 +86,19 @@ def watch_recording(url: str, stop: threading.Event, root: Path | None = None, k
     """While the server makes its first recording of the lesson (kvviz/export/cache.py: about a
     minute), print a line each time it moves on ("recording node 02 · PagedAttention… 25% (page 2
     of 4), the live lesson at /app meanwhile"), then one when the recorded lesson is ready."""
-    from kvviz.export import cache  # (its key() imports Bokeh and Panel: here, in this thread)
+    from kvviz.export import cache_folder  # (its key() imports Bokeh and Panel: here, in this thread)
 
     out = out or sys.stdout
-    k = k or cache.key()
-    if cache.ready(root, k) is not None:
+    k = k or cache_folder.key()
+    if cache_folder.ready(root, k) is not None:
         return
     started, said = time.monotonic(), None
     while not stop.wait(every_s):
-        if cache.ready(root, k) is not None:
+        if cache_folder.ready(root, k) is not None:
             print(f"The recorded lesson is ready ({time.monotonic() - started:.0f} s): {url}", file=out, flush=True)
             return
-        facts = cache.progress(root, k)
-        line = f"{cache.progress_line(facts)}, the live lesson at /app meanwhile" if facts else None
+        facts = cache_folder.progress(root, k)
+        line = f"{cache_folder.progress_line(facts)}, the live lesson at /app meanwhile" if facts else None
         if line is not None and line != said:
             print(line, file=out, flush=True)
             said = line

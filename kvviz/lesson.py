@@ -91,7 +91,7 @@ class Lesson:
     def __init__(self, args: dict[str, list] | None = None, recording: Callable[[], str | None] | None = None):
         """`args`: the page's query (its link's state). `recording`: what the server is recording,
         in a sentence (None when nothing: the recorded lesson is ready), shown at the top of the
-        page and read again every 2 s until it is None (app.py hands it kvviz/export/cache.py's)."""
+        page and read again every 2 s until it is None (app.py hands it kvviz/export/cache_folder.py's)."""
         self.recording = recording
         self.url = urlstate.parse(args or {})
         self.states: dict = {}

@@ -113,10 +113,11 @@ def played_page(key: str) -> str:
     """Node `key`'s played page, self-contained (made once per process; the recording it plays,
     once per code and model: the first takes a minute or so)."""
     from kvviz.export import cache as recordings
+    from kvviz.export.cache_folder import ready
     from kvviz.export.site import export, walks
     from kvviz.export.standalone import standalone
 
-    if recordings.ready() is None:
+    if ready() is None:
         print("kvviz: recording the lesson from this engine (once per code; about a minute)…", flush=True)
     walked = walks(recordings.make())
     with tempfile.TemporaryDirectory(prefix="kvviz-node-") as folder:

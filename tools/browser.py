@@ -36,7 +36,7 @@ def free_port() -> int:
 
 class Server:
     """`panel serve app.py` on a free port, one process, stopped on exit; `url` is its /app.
-    As `make lesson`, it serves the recorded lesson too (`base`: kvviz/export/routes.py), once its
+    As `make lesson`, it serves the recorded lesson too (`base`: kvviz/serve/routes.py), once its
     recordings are made (`wait_for_recordings`).
 
     `apps` serves more app files next to it (e.g. ("app.py", "teacher.py"): /app and /teacher,
@@ -52,7 +52,7 @@ class Server:
         cmd = [sys.executable, "-m", "panel", "serve", *self.apps, "--port", str(port),
                "--address", self.address, "--allow-websocket-origin", f"localhost:{port}",
                "--allow-websocket-origin", f"{self.address}:{port}", "--num-procs", "1",
-               "--static-dirs", "assets=./assets", "--plugins", "kvviz.export.routes"]
+               "--static-dirs", "assets=./assets", "--plugins", "kvviz.serve.routes"]
         self.log = tempfile.NamedTemporaryFile("w+", prefix="kvviz-serve-", suffix=".log", delete=False)  # noqa: SIM115
         env = {**os.environ, **self.env} if self.env else None
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, env=env)

@@ -1,5 +1,5 @@
 """A class on the served lesson as students open it: the browser plays the recordings, the server
-runs only what is new (kvviz/export/routes.py).
+runs only what is new (kvviz/serve/routes.py).
 
     python -m benchmarks.classroom [--students 120] [--arrive-s 20] [--typers 12] [--backends 2]
                                    [--probes 2] [--fresh] [--clients-nice N] [--handin-s 10]

@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m kvviz.export") ->
     if args.live_url is not None and not args.live_url.startswith(("http://", "https://")):
         parser.error("--live-url must start with http:// or https://")
     torch.set_num_threads(1)
-    from kvviz.export.cache import progress_line
+    from kvviz.export.cache_folder import progress_line
     from kvviz.export.site import export
 
     def progress(what: str, done: int, total: int) -> None:

@@ -123,7 +123,7 @@
     },
     refresh,
     check,
-    // A run the server computed (kvviz/export/live.py): its facts came with it.
+    // A run the server computed (kvviz/serve/live.py): its facts came with it.
     live(name, branch, facts) { remember(name, branch, { facts: facts || {} }); },
     // The self-checks answered, as a hand-in holds them (kvviz/handin/model.py: HandInCheck).
     handed() {

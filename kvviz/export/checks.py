@@ -5,20 +5,24 @@ engine's answer depend only on the run that node shows (its branch), not on the 
 computed here once per recorded branch, by the same code the live lesson runs (`ExplainState`),
 and the page's player (checks.js) shows the question for the branch each node is at, takes the
 student's answer, then the engine's. A state the student made live (a typed prompt) is asked of
-the server in one request (kvviz/export/live.py: `check`). The facts under the answer box are
+the server in one request (kvviz/serve/live.py: `check`). The facts under the answer box are
 each node's, at the end of the run it shows, with those an open check would give away withheld.
-The sentences are the live lesson's (`SAY`, `withheld`).
+The sentences are the live lesson's (`SAY`, `withheld`: kvviz/export/page_models.py `facts_of`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+from bokeh.model import Model
 from bokeh.models import CustomJS
 
+from kvviz.export.page_models import asked_of, facts_of
 from kvviz.export.player import by_class
 from kvviz.nodes.explain.checks import CHECKS
-from kvviz.nodes.explain.state import FACT_NODE, SAY, withheld
+from kvviz.nodes.explain.state import FACT_NODE, SAY
 from kvviz.nodes.recipe import Recipe
 
 CHECKS_JS = Path(__file__).with_name("checks.js").read_text(encoding="utf-8")
@@ -34,24 +38,13 @@ PLAYED_SAY = {
 PARTS = ("kv-explain-facts", "kv-explain-answer", "kv-explain-predictions")
 
 
-def facts_of(explain, node: str) -> dict[str, list[str]]:
-    """Node `node`'s facts as it is now: key -> [the fact, the fact withheld]."""
-    return {k: [t, withheld(t)] for k, t in explain.fact_map().items() if FACT_NODE[k] == node}
-
-
-def asked_of(explain, node: str) -> dict[str, dict]:
-    """The self-checks about node `node`, as it is now: key -> its question and the engine's answer."""
-    return {c.key: {"question": explain.question(c.key), "answer": explain.engine_answer(c.key)}
-            for c in CHECKS if c.node == node}
-
-
-def meta(states: dict, plan: dict[str, Recipe]) -> dict:
+def meta(states: dict[str, Any], plan: dict[str, Recipe]) -> dict[str, Any]:
     """What the player needs for Explain it back: every check (key, node, why, what it hides),
     and per node and recorded branch, the checks' questions and answers and the node's facts.
     `states`: a lesson's states with no view (each node is put in each of its branches)."""
     explain = states["explain"]
-    asked: dict[str, dict] = {}
-    facts: dict[str, dict] = {}
+    asked: dict[str, dict[str, Any]] = {}
+    facts: dict[str, dict[str, Any]] = {}
     for node in dict.fromkeys(c.node for c in CHECKS):  # (in the checks' order: the same page every time)
         recipe = plan.get(node)
         if recipe is None:
@@ -67,11 +60,11 @@ def meta(states: dict, plan: dict[str, Recipe]) -> dict:
             "say": {**SAY, **PLAYED_SAY}}
 
 
-def wire(models) -> dict[str, str]:
+def wire(models: Iterable[Model]) -> dict[str, str]:
     """Attach Explain it back's controls among `models` (its view's) to the player (checks.js),
     each found by its class; hide what needs a session (its own hand-in box: the page's is
     below it; the Markdown download). Returns the ids of the parts the player writes."""
-    ids = {}
+    ids: dict[str, str] = {}
     for c in CHECKS:
         ids[f"question-{c.key}"] = by_class(models, f"kv-check-question-{c.key}").id
         ids[f"feedback-{c.key}"] = by_class(models, f"kv-check-feedback-{c.key}").id
@@ -82,7 +75,8 @@ def wire(models) -> dict[str, str]:
     for part in PARTS:
         ids[part.removeprefix("kv-explain-")] = by_class(models, part).id
     for model in models:
-        classes = getattr(model, "css_classes", None) or []
+        element: Any = model  # (one with classes is a widget's or a pane's model: it has `visible`)
+        classes = getattr(element, "css_classes", None) or []
         if "kv-download" in classes or "kv-handin" in classes:
-            model.visible = False
+            element.visible = False
     return ids

@@ -1,10 +1,13 @@
-"""What a recorded page and a live answer share about a node's models (kvviz/export/site.py
-builds the pages with them; kvviz/export/live.py, which serves, reads them without importing the
-site writer): the node's column, its models in a fixed order, Panel's settings while building,
-and the file naming each node's recorded properties."""
+"""What a recorded page and a live answer share (kvviz/export/site.py builds the pages with it;
+kvviz/serve/live.py, which serves, reads it without importing the site writer): a node's column,
+its models in a fixed order, Panel's settings while building, the file naming each node's
+recorded properties, a state's link, and Explain it back's facts and self-checks about a node."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
 from urllib.parse import urlencode
 
 import panel as pn
@@ -14,15 +17,18 @@ from bokeh.models import CustomJS
 
 from kvviz.lesson import Lesson
 from kvviz.nodes import BY_KEY
+from kvviz.nodes.explain.checks import CHECKS
+from kvviz.nodes.explain.state import FACT_NODE, ExplainState, withheld
 from kvviz.nodes.recipe import TRANSPORT
 
-FRAMES_FILE = "frames.json"  # each node's recorded properties, for live.py
+FRAMES_FILE = "frames.json"  # each node's recorded properties, for kvviz/serve/live.py
 TRANSPORT_ACTIONS = {c.action for c in TRANSPORT}
 
 
 def node_column(lesson: Lesson, key: str) -> pn.Column:
-    """A node's view as every recorded page holds it (and kvviz/export/live.py's frames)."""
-    return pn.Column(lesson.view(key), sizing_mode="stretch_width", css_classes=[f"kv-recorded-{key}"], margin=0)
+    """A node's view as every recorded page holds it (and kvviz/serve/live.py's frames)."""
+    return pn.Column(lesson.view(key), sizing_mode="stretch_width", css_classes=[f"kv-recorded-{key}"],
+                     margin=0)
 
 
 def model_order(model: Model) -> list[Model]:
@@ -32,13 +38,27 @@ def model_order(model: Model) -> list[Model]:
     return collect_filtered_models(lambda m: isinstance(m, CustomJS), model)
 
 
-def page_config():
+def page_config() -> AbstractContextManager[Any]:
     """Panel's settings while a recorded page is built (and a live frame's view: the same models):
     the stylesheet linked beside the pages."""
     return pn.config.set(css_files=["kvviz.css"], raw_css=[])
 
 
-def state_link(key: str):
+def state_link(key: str) -> Callable[[Any], str]:
     """A node state's query in the live lesson (its URL module), for a recording's links."""
     url = BY_KEY[key].url
-    return (lambda state: urlencode(url.query(state))) if url is not None else (lambda _state: "")
+    if url is None:
+        return lambda _state: ""
+    return lambda state: urlencode(url.query(state))
+
+
+def facts_of(explain: ExplainState, node: str) -> dict[str, list[str]]:
+    """Node `node`'s facts as Explain it back states them now: key -> [the fact, the fact withheld]
+    (a recorded page's, per recorded run: kvviz/export/checks.py; a live answer's)."""
+    return {k: [t, withheld(t)] for k, t in explain.fact_map().items() if FACT_NODE[k] == node}
+
+
+def asked_of(explain: ExplainState, node: str) -> dict[str, dict[str, Any]]:
+    """The self-checks about node `node`, as it is now: key -> its question and the engine's answer."""
+    return {c.key: {"question": explain.question(c.key), "answer": explain.engine_answer(c.key)}
+            for c in CHECKS if c.node == node}

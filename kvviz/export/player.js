@@ -9,7 +9,7 @@
 // The address bar follows the state: each branch's settled end has the live lesson's own link
 // (recorded with it), and `at_<node>` names a step before that end. A link opens on its recorded
 // state. A link, a typed prompt or an action that no recording holds is sent to the server
-// (`/lesson-live`, kvviz/export/live.py), whose engine runs it and answers with one more branch,
+// (`/lesson-live`, kvviz/serve/live.py), whose engine runs it and answers with one more branch,
 // recorded the same way: the page plays it like the others, and says it was computed live. A
 // "slow down" (429) is shown in the server's words, what was typed stays in its box, and nothing
 // is sent again until the answer's Retry-After has passed.
@@ -492,7 +492,7 @@
            the state you were at. Step back, Play and Rewind replay it here.</p>`);
     }
 
-    // A branch from the server (kvviz/export/live.py) added to this node's recording: its values
+    // A branch from the server (kvviz/serve/live.py) added to this node's recording: its values
     // appended, its properties beyond the recorded ones added to every state (each held, in every
     // state recorded so far, the value it has on the page now). Returns its key.
     addBranch(data, shared) {

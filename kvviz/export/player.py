@@ -6,17 +6,22 @@ node's own Bokeh widgets call `window.kvvizPlayer.act(node, action, value)` thro
 callbacks (`wire`). A control is found by its id: the class `kv-<id>` its view gives it (never
 its label or placeholder). Controls that need a live engine either have the server's engine run
 them (`wire_live`: a page served beside the live lesson; the answer is played like the
-recording) or are shown disabled (`disable`: a copy with no server).
+recording) or are shown disabled (`disable`: a copy with no server). A node's predictions are
+resolved in the page from the engine's recorded outcomes (`predictions`, `wire_predictions`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
+from bokeh.model import Model
 from bokeh.models import CustomJS
 
-from kvviz.controls.prediction import CHOICE
-from kvviz.nodes.recipe import Control
+from kvviz.controls.prediction import CHOICE, CHOSEN
+from kvviz.nodes.recipe import Control, Recipe
+from kvviz.state import predict
 from kvviz.web import __file__ as web_file
 from kvviz.web.js_source import js_source
 
@@ -26,11 +31,11 @@ PLAYER_JS = (Path(__file__).with_name("player.js")).read_text(encoding="utf-8")
 CLASSROOM_JS = js_source(web_file, "find_sections.js") + "\n" + js_source(__file__, "classroom.js")
 
 
-def classes(model) -> list[str]:
+def classes(model: Any) -> list[str]:
     return list(getattr(model, "css_classes", None) or [])
 
 
-def by_class(models, css_class: str):
+def by_class(models: Iterable[Model], css_class: str) -> Model:
     """The one model among `models` with this class (LookupError when there is none, or more)."""
     found = [m for m in models if css_class in classes(m)]
     if len(found) != 1:
@@ -38,12 +43,12 @@ def by_class(models, css_class: str):
     return found[0]
 
 
-def _find(models, control: Control):
+def _find(models: Iterable[Model], control: Control) -> Model:
     """The Bokeh model of a control among `models` (a node's), by its id."""
     return by_class(models, f"kv-{control.id}")
 
 
-def wire(models, node: str, controls):
+def wire(models: Iterable[Model], node: str, controls: Iterable[Control]) -> Model | None:
     """Attach each control among `models` (the node's) to the player; returns the Play button's
     model (its label changes)."""
     play = None
@@ -63,9 +68,9 @@ def wire(models, node: str, controls):
     return play
 
 
-def wire_live(models, node: str, ids) -> None:
+def wire_live(models: Iterable[Model], node: str, ids: Collection[str]) -> None:
     """The controls that need a live engine (by id) send the node's state to the server, whose
-    engine runs it (kvviz/export/live.py): a typed prompt is carried as the link's last request
+    engine runs it (kvviz/serve/live.py): a typed prompt is carried as the link's last request
     (the recipe's `typed`); a button or a select is done by the server to the node's own widget
     of that id."""
     for model in _live_controls(models, ids, predictions=False):
@@ -81,11 +86,12 @@ def wire_live(models, node: str, ids) -> None:
             model.js_on_change("value", CustomJS(code=call + ", value: cb_obj.value, model: cb_obj.id})"))
 
 
-def _is_prediction(model) -> bool:
+def _is_prediction(model: Model) -> bool:
     return any(c in PREDICTION_CLASSES for c in classes(model))
 
 
-def _live_controls(models, ids, predictions: bool = True):
+def _live_controls(models: Iterable[Model], ids: Collection[str],
+                   predictions: bool = True) -> Iterator[Model]:
     for model in models:
         if not hasattr(model, "disabled"):
             continue
@@ -93,12 +99,12 @@ def _live_controls(models, ids, predictions: bool = True):
             yield model
 
 
-def wire_predictions(models, node: str) -> dict[str, str]:
+def wire_predictions(models: Iterable[Model], node: str) -> dict[str, Any]:
     """A node's prediction controls resolved in the page from the recorded outcomes (player.js:
     `predict`): a choice button commits its choice, the number box its number (Enter, or the
     Lock button). Returns the ids of the panel's status line, of the panel, and of each choice's
     button (`choices`: the player shows the one locked in pressed)."""
-    ids: dict = {"choices": {}}
+    ids: dict[str, Any] = {"choices": {}}
     for model in models:
         cls = classes(model)
         call = f"window.kvvizPlayer.act({node!r}, 'predict'"
@@ -118,14 +124,39 @@ def wire_predictions(models, node: str) -> dict[str, str]:
     return ids
 
 
+def predictions(state: Any, recipe: Recipe) -> dict[str, Any]:
+    """What the page needs to resolve a prediction without a server: the question asked at each
+    branch's settled end (None: none), and for each key action the engine's outcome and its
+    arithmetic, found by driving the real state through it with a prediction pending."""
+    questions: dict[str, Any] = {}
+    outcomes: dict[str, Any] = {}
+    for key, setup in recipe.branches.items():
+        setup(state)
+        q = state.question()
+        questions[key] = (None if q is None
+                          else {"text": q.text, "action": q.action, "choices": list(q.choices)})
+    for target, (source, act) in recipe.keys.items():
+        recipe.branches[source](state)
+        q = state.question()
+        if q is None or not state.predict(q.choices[0] if q.choices else "0"):
+            continue
+        act(state)
+        if state.predictions:
+            entry = state.predictions[-1]
+            outcomes[target] = {"outcome": entry.outcome, "why": entry.why}
+    # (what the page says when a locked prediction's question changed, and the pressed choice's class)
+    return {"questions": questions, "outcomes": outcomes, "cleared": predict.CLEARED, "chosen": CHOSEN}
+
+
 # Every node's predict-then-run controls need a live engine to answer (kvviz/controls/prediction.py):
 # its choice buttons (CHOICE-<choice>), its number box and its Lock button, by class.
 NUMBER = "kv-predict-number"
 PREDICTION_CLASSES = (CHOICE, NUMBER, "kv-predict-lock")
 
 
-def disable(models, ids) -> None:
+def disable(models: Iterable[Model], ids: Collection[str]) -> None:
     """Show the controls among `models` that need the live engine disabled (by id), and every
     prediction control."""
     for model in _live_controls(models, ids):
-        model.disabled = True
+        control: Any = model  # (a widget's model: every one _live_controls finds has `disabled`)
+        control.disabled = True

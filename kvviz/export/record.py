@@ -18,8 +18,9 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from bokeh.core.property.descriptors import AliasPropertyDescriptor, UnsetValueError
@@ -28,23 +29,26 @@ from bokeh.document.events import (
     ColumnDataChangedEvent,
     ColumnsPatchedEvent,
     ColumnsStreamedEvent,
+    DocumentChangedEvent,
     ModelChangedEvent,
 )
+from bokeh.model import Model
 
 from kvviz.timeline import eager_snapshots
 
-Setup = Callable[[object], None]  # puts a node state at a branch's settled end
+Setup = Callable[[Any], None]  # puts a node state at a branch's settled end
+Prop = tuple[str, str]  # (model id, property name)
 
 
 @dataclass
 class Recording:
-    props: list[tuple[str, str]] = field(default_factory=list)  # (model id, property)
-    values: list = field(default_factory=list)  # each distinct value once (JSON-able)
+    props: list[list[Any]] = field(default_factory=list)  # [model id, property] (a walk's: [place, property])
+    values: list[Any] = field(default_factory=list)  # each distinct value once (JSON-able)
     branches: dict[str, list[list[int]]] = field(default_factory=dict)  # key -> states -> value index per prop
     steps: dict[str, list[int]] = field(default_factory=dict)  # key -> the engine step count of each state
     links: dict[str, str] = field(default_factory=dict)  # key -> the live link's query for its settled end
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"props": self.props, "values": self.values, "branches": self.branches, "steps": self.steps,
                 "links": self.links}
 
@@ -56,11 +60,11 @@ class Values:
     at every state: the same object is looked up by identity, not written as JSON again."""
 
     def __init__(self) -> None:
-        self.values: list = []
+        self.values: list[Any] = []
         self._index: dict[str, int] = {}
         self._seen: dict[int, tuple[object, int]] = {}  # id -> (the object, kept alive; its index)
 
-    def intern(self, value) -> int:
+    def intern(self, value: Any) -> int:
         seen = self._seen.get(id(value))
         if seen is not None and seen[0] is value:
             return seen[1]
@@ -72,7 +76,7 @@ class Values:
         return self._index[text]
 
 
-def encode(value):
+def encode(value: Any) -> Any:
     """A property value as JSON the player can decode: arrays as {"nd": kind, "v": [...]} with
     NaN as null, floats that are not finite as {"f": "nan"|"inf"|"-inf"}."""
     if isinstance(value, np.ndarray):
@@ -93,9 +97,9 @@ def encode(value):
     raise TypeError(f"cannot record a {type(value).__name__} property value")
 
 
-def initial_values(models) -> dict[tuple[str, str], object]:
+def initial_values(models: Iterable[Model]) -> dict[Prop, Any]:
     """Every recordable property of each of `models`, encoded, before anything changes."""
-    out = {}
+    out: dict[Prop, Any] = {}
     for model in models:
         for attr in model.properties():
             if isinstance(getattr(type(model), attr, None), AliasPropertyDescriptor):
@@ -112,14 +116,14 @@ class Reader:
     others keep their value. `strict`: a changed property that cannot be recorded is an error
     (else it is dropped: a reference to another model, never recorded)."""
 
-    def __init__(self, doc: Document, models=None, strict: bool = False):
+    def __init__(self, doc: Document, models: Iterable[Model] | None = None, strict: bool = False):
         self.doc, self.strict = doc, strict
-        self.models = {m.id: m for m in (doc.models if models is None else models)}
+        self.models: dict[str, Model] = {m.id: m for m in (doc.models if models is None else models)}
         self.now = initial_values(self.models.values())  # (model id, property) -> encoded value
-        self.touched: set[tuple[str, str]] = set()
+        self.touched: set[Prop] = set()
         doc.on_change(self._collect)
 
-    def _collect(self, event) -> None:
+    def _collect(self, event: DocumentChangedEvent) -> None:
         model = getattr(event, "model", None)
         if model is None or model.id not in self.models:
             return  # (not one of ours)
@@ -128,11 +132,11 @@ class Reader:
         elif isinstance(event, ColumnDataChangedEvent | ColumnsPatchedEvent | ColumnsStreamedEvent):
             self.touched.add((model.id, "data"))
 
-    def read(self) -> dict[tuple[str, str], object]:
+    def read(self) -> dict[Prop, Any]:
         """Bring `now` up to date with every change since the last read; returns each changed
         property's value before it changed."""
         changed, self.touched = self.touched, set()
-        before = {}
+        before: dict[Prop, Any] = {}
         for prop in sorted(changed):
             mid, attr = prop
             try:
@@ -157,11 +161,11 @@ class Rows:
     of `order`, which begins with `always` and grows by each property as it first changes. Such a
     property held, in every state read before, its value before that change (`first`)."""
 
-    def __init__(self, reader: Reader, stored: Values, always: list[tuple[str, str]] = ()):
+    def __init__(self, reader: Reader, stored: Values, always: Sequence[Prop] = ()):
         self.reader, self.intern = reader, stored.intern
-        self.order = list(always)
+        self.order: list[Prop] = list(always)
         self.known = set(self.order)
-        self.first: dict[tuple[str, str], int] = {}
+        self.first: dict[Prop, int] = {}
         self.rows: list[list[int]] = []
         self.steps: list[int] = []
 
@@ -177,7 +181,7 @@ class Rows:
         self.rows.append([self.intern(now[p]) for p in self.order])
         self.steps.append(step)
 
-    def walk_back(self, state, start: int = 0) -> int:
+    def walk_back(self, state: Any, start: int = 0) -> int:
         """Read `state` now and at every engine step back to `start`; returns the first row's index."""
         at = len(self.rows)
         self.visit(state.step_count)
@@ -186,15 +190,15 @@ class Rows:
         return at
 
 
-def record(doc: Document, state, branches: dict[str, Setup], reset: Callable[[], None],
-           link: Callable[[object], str] = lambda _state: "") -> Recording:
+def record(doc: Document, state: Any, branches: dict[str, Setup], reset: Callable[[], None],
+           link: Callable[[Any], str] = lambda _state: "") -> Recording:
     """Record `state`'s `branches` as seen in `doc` (which holds the node's view); `reset()`
     puts the page back at its default state afterwards (the page is saved from there).
     `link(state)`: the live lesson's query for a state, kept for each branch's settled end (the
     player writes it into the address bar, and a live session continues from it).
 
     Each branch is put at its settled end (`setup`), then read back one engine step at a time to
-    its start (`Rows.walk_back`: the same reading as a live answer's, kvviz/export/live.py)."""
+    its start (`Rows.walk_back`: the same reading as a live answer's, kvviz/serve/live.py)."""
     reader = Reader(doc, strict=True)
     stored = Values()
     rows = Rows(reader, stored)

@@ -22,27 +22,35 @@ import json
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import panel as pn
 from bokeh.document import Document
+from bokeh.model import Model
 from bokeh.resources import Resources
 from bokeh.util.paths import bokehjs_path
 
 from kvviz import page_text
-from kvviz.controls.prediction import CHOSEN
 from kvviz.export import checks, walk
 from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
-from kvviz.export.player import CLASSROOM_JS, PLAYER_JS, disable, wire, wire_live, wire_predictions
+from kvviz.export.player import (
+    CLASSROOM_JS,
+    PLAYER_JS,
+    disable,
+    predictions,
+    wire,
+    wire_live,
+    wire_predictions,
+)
 from kvviz.export.recipes import recipes
 from kvviz.export.record import Recording
 from kvviz.handin.classroom import browser_config
 from kvviz.lesson import NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening, page_heading
 from kvviz.nodes import BY_KEY, LIVE, NODES, OUTLINE
 from kvviz.nodes.recipe import Recipe
-from kvviz.state import predict
 from kvviz.web import stylesheet
 from kvviz.web.keyboard import Keyboard
 
@@ -53,8 +61,6 @@ BOKEH_STATIC = Path(bokehjs_path())
 # The page's libraries, linked relative to it (`./static/...`, as a Bokeh server names them).
 RESOURCES = Resources(mode="server", root_url="./")
 LIBRARY_RE = re.compile(r'(?:src|href)="(?:\./)?(static/(js|extensions/panel)/([A-Za-z0-9_./@^-]+?))(?:\?v=[0-9a-f]+)?"')
-
-
 
 
 def provenance() -> dict[str, str]:
@@ -69,10 +75,10 @@ def provenance() -> dict[str, str]:
             "model_sha256": model["weights_sha256"], "commit": commit}
 
 
-# Where a page served beside the live lesson (kvviz/export/routes.py: /lesson/...) finds it.
+# Where a page served beside the live lesson (kvviz/serve/routes.py: /lesson/...) finds it.
 SERVED_LIVE = "../app"
 SERVED_HANDIN = "../lesson-handin"  # (kvviz/handin/endpoint.py)
-SERVED_FRAMES = "../lesson-live"  # (kvviz/export/live.py: what no recording holds)
+SERVED_FRAMES = "../lesson-live"  # (kvviz/serve/live.py: what no recording holds)
 SERVED_REPORT, SERVED_CLASS = "../lesson-report", "../lesson-class"  # (kvviz/handin/class_endpoint.py)
 
 
@@ -115,40 +121,18 @@ def note_html(facts: dict[str, str], live_url: str | None, served: bool = False)
             f"Rewind and the controls replay them.{live}</p>")
 
 
-def _pack(data: dict) -> str:
+def _pack(data: dict[str, Any]) -> str:
     raw = json.dumps(data, separators=(",", ":")).encode()
     return base64.b64encode(gzip.compress(raw, 9, mtime=0)).decode()
 
 
-def predictions(state, recipe: Recipe) -> dict:
-    """What the page needs to resolve a prediction without a server: the question asked at each
-    branch's settled end (None: none), and for each key action the engine's outcome and its
-    arithmetic, found by driving the real state through it with a prediction pending."""
-    questions, outcomes = {}, {}
-    for key, setup in recipe.branches.items():
-        setup(state)
-        q = state.question()
-        questions[key] = None if q is None else {"text": q.text, "action": q.action, "choices": list(q.choices)}
-    for target, (source, act) in recipe.keys.items():
-        recipe.branches[source](state)
-        q = state.question()
-        if q is None or not state.predict(q.choices[0] if q.choices else "0"):
-            continue
-        act(state)
-        if state.predictions:
-            entry = state.predictions[-1]
-            outcomes[target] = {"outcome": entry.outcome, "why": entry.why}
-    # (what the page says when a locked prediction's question changed, and the pressed choice's class)
-    return {"questions": questions, "outcomes": outcomes, "cleared": predict.CLEARED, "chosen": CHOSEN}
+def _with_class(doc: Document, css_class: str) -> list[Model]:
+    return [m for m in doc.models if css_class in (getattr(m, "css_classes", None) or [])]
 
 
-
-def _by_class(doc: Document, css_class: str, optional: bool = False) -> str | None:
-    """The id of the one model of `doc` with this CSS class (None when there is none and that is
-    `optional`)."""
-    found = [m.id for m in doc.models if css_class in (getattr(m, "css_classes", None) or [])]
-    if optional and not found:
-        return None
+def _by_class(doc: Document, css_class: str) -> Model:
+    """The one model of `doc` with this CSS class."""
+    found = _with_class(doc, css_class)
     if len(found) != 1:
         raise LookupError(f"{len(found)} models with class {css_class!r}")
     return found[0]
@@ -162,10 +146,10 @@ class Walked:
     rather than walk the node's states again."""
 
     rec: Recording
-    placed: list[list]  # [place in model_order, property name] for each of rec.props
-    predict: dict | None
+    placed: list[list[Any]]  # [place in model_order, property name] for each of rec.props
+    predict: dict[str, Any] | None
 
-    def placed_in(self, order: list[str]) -> Recording:
+    def placed_in(self, order: Sequence[str]) -> Recording:
         """The recording with its properties on the models `order` (another page's, by place)."""
         return replace(self.rec, props=[[order[place], attr] for place, attr in self.placed])
 
@@ -173,7 +157,8 @@ class Walked:
 def walks(folder: Path) -> dict[str, Walked]:
     """The walks a served recording made (kvviz/export/cache.py: its `folder`), read back from its
     node pages and frames.json: a static export of the same code reuses them (`export(walked=)`)."""
-    decode, out = json.JSONDecoder().raw_decode, {}
+    decode = json.JSONDecoder().raw_decode
+    out: dict[str, Walked] = {}
     frames = json.loads((folder / FRAMES_FILE).read_text(encoding="utf-8"))
     for key, placed in frames.items():
         text = (folder / f"{key}.html").read_text(encoding="utf-8")
@@ -185,12 +170,12 @@ def walks(folder: Path) -> dict[str, Walked]:
     return out
 
 
-def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool = False,
+def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], served: bool = False,
                walked: dict[str, Walked] | None = None,
-               explained: dict | None = None) -> tuple[Document, list[str], dict[str, list]]:
+               explained: dict[str, Any] | None = None) -> tuple[Document, list[str], dict[str, list[Any]]]:
     """A document holding the note and the nodes `keys`, recorded; returns it, its scripts and
     each node's recorded properties as (place in `model_order`, name): what a live process
-    reads for a frame (kvviz/export/live.py). `served`: the page is served beside the live
+    reads for a frame (kvviz/serve/live.py). `served`: the page is served beside the live
     lesson, so the controls that need an engine continue their node live (else they are shown
     disabled). `walked`: the nodes already recorded by an earlier page of this export (reused:
     put at their default state, not walked again), and where this page's walks are added.
@@ -204,7 +189,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
     notes = pn.pane.HTML(note_html(facts, live_url, served), sizing_mode="stretch_width",
                          css_classes=["kv-prose", "kv-provenance"])
     whole = len(keys) > 1  # (the whole lesson: in its frame, as the live page has it)
-    prose = {"sizing_mode": "stretch_width", "css_classes": ["kv-prose"]}
+    prose: dict[str, Any] = {"sizing_mode": "stretch_width", "css_classes": ["kv-prose"]}
     parts = [*(opening(heading=True) if whole else [page_heading(keys[0])])]
     for k in keys:
         if k == "explain" and served and whole:
@@ -223,46 +208,54 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
     if served:  # (the class the teacher runs: the roster's reports, pause, pace, follow me)
         classroom = browser_config(SERVED_REPORT, SERVED_CLASS, OUTLINE)
         scripts.append(f"window.kvvizPlayer.classroom.setup({json.dumps(classroom)});")
-    placed: dict[str, list] = {}
+    placed: dict[str, list[Any]] = {}
     for key in keys:
         recipe: Recipe | None = plan.get(key)
         if recipe is None:  # explain it back: its self-checks answered from the recorded runs
-            mine = doc.get_model_by_id(_by_class(doc, f"kv-recorded-{key}")).references()
+            mine = _by_class(doc, f"kv-recorded-{key}").references()
             parts_ids = checks.wire(mine)
-            explained = explained or checks.meta(spare.states, plan)
+            if not explained:
+                assert spare is not None  # (there is one for a page that holds Explain it back)
+                explained = checks.meta(spare.states, plan)
             scripts.append(f"window.kvvizPlayer.checks.setup({json.dumps(explained)}, "
                            f"{json.dumps(parts_ids)});")
             continue
         state = lesson.states[key]
 
-        def reset(r: Recipe = recipe, s=state) -> None:  # (back to the default branch's settled end)
+        def reset(r: Recipe = recipe, s: Any = state) -> None:  # (back to the default branch's settled end)
             r.branches[r.default](s)
 
         known = walked.get(key) if walked is not None else None
         made = known is None
-        if made:  # (not walked by this export yet: walked now, here; kvviz/export/walk.py)
+        if known is None:  # (not walked by this export yet: walked now, here; kvviz/export/walk.py)
             rec, places = walk.walk_all({key: list(recipe.branches)}, workers=1)[key]
             known = Walked(rec, places, None)
         reset()  # (where the walk would have left it: the page is saved from there)
         # (the line under a node's controls that says a branch was run live: node 04 has none)
-        ids = {"view": _by_class(doc, f"kv-recorded-{key}"), "live": _by_class(doc, f"kv-live-{key}", optional=True)}
-        order = [m.id for m in model_order(doc.get_model_by_id(ids["view"]))]
+        view, live = _by_class(doc, f"kv-recorded-{key}"), f"kv-live-{key}"
+        ids: dict[str, Any] = {"view": view.id,
+                               "live": _by_class(doc, live).id if _with_class(doc, live) else None}
+        order = [m.id for m in model_order(view)]
         rec = known.placed_in(order)
         placed[key] = known.placed
-        mine = doc.get_model_by_id(ids["view"]).references()  # (the node's own models: its controls)
+        mine = view.references()  # (the node's own models: its controls)
         play = wire(mine, key, recipe.controls)
         ids["counter"] = next((m.id for m in mine if "kv-counter" in (getattr(m, "css_classes", None) or [])), None)
-        meta = {**recipe.meta, "params": list(BY_KEY[key].url.PARAMS) if BY_KEY[key].url else [],
+        url = BY_KEY[key].url
+        meta = {**recipe.meta, "params": list(url.PARAMS) if url else [],
                 # (what the node's own actions do, as data: the generic player runs them)
                 "vars": recipe.vars, "branch": recipe.branch,
                 "actions": {name: asdict(effect) for name, effect in recipe.actions.items()}}
         if served:
-            meta["models"] = order  # (a live frame names a model by its place: kvviz/export/live.py)
+            meta["models"] = order  # (a live frame names a model by its place: kvviz/serve/live.py)
             meta["controls"] = {c.action: c.id for c in recipe.controls if c.action not in TRANSPORT_ACTIONS}
             wire_live(mine, key, recipe.live_only)
             ids.update(wire_predictions(mine, key))
             known_predict = known.predict  # (none from a static page's walk)
-            meta["predict"] = known_predict if known_predict is not None else predictions(spare.states[key], recipe)
+            if known_predict is None:
+                assert spare is not None  # (there is one for a served page)
+                known_predict = predictions(spare.states[key], recipe)
+            meta["predict"] = known_predict
         else:
             disable(mine, recipe.live_only)
         ids["play"] = play.id if play else None
@@ -276,7 +269,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict, served: bool 
 def _localise(text: str, out: Path) -> str:
     """Panel's component stylesheets point at its CDN: copy each into OUT/static/panel and point
     there instead (a recording must open with no network)."""
-    def local(match: re.Match) -> str:
+    def local(match: re.Match[str]) -> str:
         rel = match.group(1)
         src = (PANEL_DIST / rel).resolve()
         if not src.is_file() or PANEL_DIST not in src.parents:
@@ -310,7 +303,7 @@ LINKED_RE = re.compile(r'"url":"((?:kvviz|handin)\.css\?v=[0-9a-f]+|static/exten
 
 def version_stylesheets(text: str, version: str) -> str:
     """Every stylesheet link of a page with `?v=version` (one that has a version keeps it): a
-    browser keeps them (kvviz/export/routes.py, deploy's nginx: cached when versioned), so a
+    browser keeps them (kvviz/serve/routes.py, deploy's nginx: cached when versioned), so a
     button drawn again asks for none."""
     return STYLESHEET_RE.sub(lambda m: f'{m.group(1)}?v={version}"', text)
 
@@ -350,7 +343,7 @@ def export(out: Path, live_url: str | None = None, only: list[str] | None = None
            walked: dict[str, Walked] | None = None, progress: Progress | None = None) -> list[Path]:
     """Write the site into `out` (only the node pages `only`, if given; else every node page and
     index.html); returns the pages written. `served`: for a server beside the live lesson
-    (kvviz/export/routes.py), whose controls that need an engine continue live. `walked`: nodes
+    (kvviz/serve/routes.py), whose controls that need an engine continue live. `walked`: nodes
     already walked by this code (`walks(folder)` of its served recording), recorded from those
     walks rather than walked again. `progress`, if given, is told before each page is made."""
     out.mkdir(parents=True, exist_ok=True)
@@ -360,13 +353,12 @@ def export(out: Path, live_url: str | None = None, only: list[str] | None = None
         return _write_pages(out, live_url, only, served, dict(walked or {}), progress or (lambda *_: None))
 
 
-
 def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served: bool,
                  walked: dict[str, Walked], progress: Progress) -> list[Path]:
     # (a served page opens node 04 live, from its link; a static one plays its vLLM recording)
     recorded = [n for n in NODES if n.key in recipes() and (n in LIVE or not served)]
     facts, pages = provenance(), []
-    frames: dict[str, list] = {}  # node -> its recorded properties (build_page)
+    frames: dict[str, list[Any]] = {}  # node -> its recorded properties (build_page)
     # (Explain it back's self-checks per run: made once, for every page that holds it)
     wanted = not only or (not served and "explain" in only)
     explained = checks.meta(Lesson({}).states, recipes()) if wanted else None
@@ -394,7 +386,7 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
                                            explained)
         pages.append(out / "index.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} (recording)")
-    if served:  # (what kvviz/export/live.py reads for a frame, beside the pages)
+    if served:  # (what kvviz/serve/live.py reads for a frame, beside the pages)
         (out / FRAMES_FILE).write_text(json.dumps(frames), encoding="utf-8")
     (out / "recording.json").write_text(json.dumps({**facts, "fonts": SYSTEM_FONTS}, indent=2), encoding="utf-8")
     return pages

@@ -36,16 +36,16 @@ def standalone(page: Path) -> str:
     """The page at `page`, with every file it links (under its folder) inside it."""
     folder, text = page.parent, page.read_text(encoding="utf-8")
 
-    def script(match: re.Match) -> str:
+    def script(match: re.Match[str]) -> str:
         code = linked(folder, match.group(1)).read_text(encoding="utf-8")
         # (a script ends at the first "</script" whatever it is in: in JavaScript "<\/" is "</")
         return '<script type="text/javascript">' + END_SCRIPT_RE.sub(ESCAPED, code) + "</script>"
 
-    def style(match: re.Match) -> str:
+    def style(match: re.Match[str]) -> str:
         css = linked(folder, match.group(1)).read_text(encoding="utf-8")
         return "<style>" + END_STYLE_RE.sub(ESCAPED, css) + "</style>"
 
-    def data_url(match: re.Match) -> str:
+    def data_url(match: re.Match[str]) -> str:
         css = linked(folder, match.group(1)).read_bytes()
         return f'"url":"data:text/css;base64,{base64.b64encode(css).decode()}"'
 

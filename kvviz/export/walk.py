@@ -22,6 +22,10 @@ import os
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
+from multiprocessing.context import BaseContext
+from typing import Any
+
+from bokeh.document import Document
 
 from kvviz.export.page_models import model_order, node_column, page_config, state_link
 from kvviz.export.record import Recording, Values, initial_values, record
@@ -51,11 +55,9 @@ class _Worker:
     """A worker process's node views: one document per node, built on the node's first piece."""
 
     def __init__(self) -> None:
-        self.views: dict[str, tuple] = {}
+        self.views: dict[str, tuple[Any, Document, dict[str, int]]] = {}  # key -> (state, document, places)
 
-    def walk(self, piece: Piece) -> dict:
-        from bokeh.document import Document
-
+    def walk(self, piece: Piece) -> dict[str, Any]:
         from kvviz.export.recipes import recipes
         from kvviz.lesson import Lesson
 
@@ -69,7 +71,7 @@ class _Worker:
                 column = node_column(lesson, piece.key)
                 doc.add_root(pn.Column(column, sizing_mode="stretch_width", margin=0).get_root(doc))
             view = next(m for m in doc.models if f"kv-recorded-{piece.key}" in (getattr(m, "css_classes", None) or []))
-            place = {m.id: i for i, m in enumerate(model_order(view))}
+            place: dict[str, int] = {m.id: i for i, m in enumerate(model_order(view))}
             self.views[piece.key] = (lesson.states[piece.key], doc, place)
         state, doc, place = self.views[piece.key]
 
@@ -92,7 +94,7 @@ class _Worker:
 _WORKER: _Worker | None = None
 
 
-def walk_piece(piece: Piece) -> dict:
+def walk_piece(piece: Piece) -> dict[str, Any]:
     """Walk one piece in this process (a worker's task)."""
     global _WORKER
     if _WORKER is None:
@@ -103,7 +105,7 @@ def walk_piece(piece: Piece) -> dict:
     return _WORKER.walk(piece)
 
 
-def join(walks: list[dict]) -> tuple[Recording, list[list]]:
+def join(walks: list[dict[str, Any]]) -> tuple[Recording, list[list[Any]]]:
     """The pieces of one node's walk (in their branches' order) as one recording, its properties
     named by place: (recording with `props` as [place, name], those places). A property one piece
     changed and another did not holds, in the other's states, the value it had there before."""
@@ -127,7 +129,7 @@ def join(walks: list[dict]) -> tuple[Recording, list[list]]:
     return rec, [list(p) for p in order]
 
 
-def _context():
+def _context() -> BaseContext:
     """How worker processes start: from a fork server where there is one (a clean process that has
     imported the lesson once, then forks each worker: quick, and safe whatever threads this
     process runs; a plain fork of a process with threads can deadlock its child), else spawned."""
@@ -145,13 +147,13 @@ def procs() -> int:
 
 
 def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], None] = lambda d, t: None,
-             workers: int | None = None) -> dict[str, tuple[Recording, list[list]]]:
+             workers: int | None = None) -> dict[str, tuple[Recording, list[list[Any]]]]:
     """Every node's walk (`branches_of`: node -> its branches, in order), made by `workers`
     processes (default `procs()`; started by `_context()`); `on_done(done, total)` after each piece. Returns node ->
     (recording, its places), as `join` makes them."""
     todo = pieces(branches_of)
     workers = min(workers or procs(), len(todo))
-    done: dict[int, dict] = {}
+    done: dict[int, dict[str, Any]] = {}
     if workers <= 1:
         for i, piece in enumerate(todo):
             done[i] = walk_piece(piece)
@@ -159,7 +161,8 @@ def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], No
     else:
         with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
             # (the last pieces first: a node's later branches are its longer ones)
-            running: dict[Future, int] = {pool.submit(walk_piece, todo[i]): i for i in reversed(range(len(todo)))}
+            running: dict[Future[dict[str, Any]], int] = {
+                pool.submit(walk_piece, todo[i]): i for i in reversed(range(len(todo)))}
             while running:
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:

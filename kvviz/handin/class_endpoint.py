@@ -1,4 +1,4 @@
-"""The class in small requests, with no Panel session (routes in kvviz/export/routes.py):
+"""The class in small requests, with no Panel session (routes in kvviz/serve/routes.py):
 
     POST /lesson-report   a student's page says where it is (classroom.Report, JSON); its first
                           report is answered with the token its later ones carry (roster.py)

@@ -13,7 +13,7 @@ the played page (kvviz/export/classroom.js) is handed it as JSON (`browser_confi
     SAY         the words a student's page shows for them
 
 Standard library only. Which node keys exist is handed in by what composes this (the registry
-lives above the hand-ins: kvviz/export/routes.py and teacher.py hand down its keys).
+lives above the hand-ins: kvviz/serve/routes.py and teacher.py hand down its keys).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A hand-in in one request, with no Panel session: `POST /lesson-handin` (kvviz/export/routes.py).
+"""A hand-in in one request, with no Panel session: `POST /lesson-handin` (kvviz/serve/routes.py).
 
 The recorded lesson (played in the browser) sends what the student did there as JSON:
 `{"student_id", "name", "predictions": [...], "query": "?..."}`, and optionally `"answer"` and

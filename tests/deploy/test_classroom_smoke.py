@@ -73,7 +73,7 @@ def test_nginx_config_keeps_students_on_one_backend_and_passes_websockets(tmp_pa
     # the recorded lesson: read from disk by nginx, made by the backends (their routes plugin)
     assert "location /lesson/ {" in main and str(class_server.recordings_dir()) in main
     cmd = class_server.backend_command(5100, ["*"], 60000, 2000)
-    assert cmd[cmd.index("--plugins") + 1] == "kvviz.export.routes"
+    assert cmd[cmd.index("--plugins") + 1] == "kvviz.serve.routes"
     assert cmd[cmd.index("--unused-session-lifetime") + 1] == "60000" and "--num-procs" in cmd
     assert cmd[cmd.index("serve") + 1:cmd.index("--port")] == ["app.py", "teacher.py"]  # /app and /teacher
     assert cmd[cmd.index("--allow-websocket-origin") + 1] == "*"
@@ -306,9 +306,9 @@ def test_students_address_serves_the_recorded_lesson_from_disk(server):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/lesson/static/js/bokeh.min.js", timeout=30) as r:
         assert r.status == 200 and r.headers.get("X-Kvviz-Backend") is None
     # compressed once, when recorded: nginx sends the .gz from disk (gzip_static)
-    from kvviz.export import cache
+    from kvviz.export import cache_folder
 
-    made = cache.cache_root() / cache.key() / "static" / "js" / "bokeh.min.js.gz"
+    made = cache_folder.cache_root() / cache_folder.key() / "static" / "js" / "bokeh.min.js.gz"
     ask = urllib.request.Request(f"http://127.0.0.1:{port}/lesson/static/js/bokeh.min.js",
                                  headers={"Accept-Encoding": "gzip"})
     with urllib.request.urlopen(ask, timeout=30) as r:

@@ -50,7 +50,7 @@ def test_lesson_serves_what_make_lesson_served():
     argv = cli.lesson_argv(port=5006, address="localhost", procs=1, python="PY")
     assert argv == ["PY", "-m", "panel", "serve", "app.py", "teacher.py", "--port", "5006", "--address", "localhost",
                     "--num-procs", "1", "--allow-websocket-origin", "localhost:5006", "--static-dirs",
-                    "assets=./assets", "--plugins", "kvviz.export.routes",
+                    "assets=./assets", "--plugins", "kvviz.serve.routes",
                     "--setup", "on_start.py"]
     assert all((ROOT / f).is_file() for f in ("app.py", "teacher.py")) and (ROOT / "assets").is_dir()
 

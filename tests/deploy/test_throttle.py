@@ -93,7 +93,7 @@ def test_a_proxy_on_another_machine_is_trusted_only_when_configured():
 def routes(monkeypatch, tmp_path):
     monkeypatch.setenv("KVVIZ_RECORDINGS", "off")  # (no recording started by the import)
     monkeypatch.setenv("KVVIZ_CACHE", str(tmp_path / "cache"))  # (none ready: a question is a 503)
-    from kvviz.export import routes as module
+    from kvviz.serve import routes as module
 
     clock = Clock()
     monkeypatch.setattr(throttle, "LIVE", Buckets(rate=1.0, burst=2, clock=clock))
@@ -108,8 +108,8 @@ def _ask(routes, requests: list[tuple[str, str, dict]]) -> list:
 
 def test_a_live_question_past_the_burst_is_answered_429_with_retry_after_and_the_sentence(routes, monkeypatch):
     computed = []
-    ready = routes.cache.ready
-    monkeypatch.setattr(routes.cache, "ready", lambda **kw: computed.append(1) or ready(**kw))
+    ready = routes.cache_folder.ready
+    monkeypatch.setattr(routes.cache_folder, "ready", lambda **kw: computed.append(1) or ready(**kw))
     got = _ask(routes, [("GET", "/lesson-live?node=radix", {})] * 3)
     assert [r.code for r in got] == [503, 503, 429]  # (503: no recording here, but it was asked)
     refused = got[2]

@@ -1,4 +1,4 @@
-"""`/` and its links (kvviz/export/routes.py `LessonRoot`): the recorded lesson when it is there,
+"""`/` and its links (kvviz/serve/routes.py `LessonRoot`): the recorded lesson when it is there,
 a node's page for `?node=`, Explain it back on the whole lesson's page; the live /app before."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from async_support import fetch_all
 def routes(tmp_path, monkeypatch):
     monkeypatch.setenv("KVVIZ_CACHE", str(tmp_path))
     monkeypatch.setenv("KVVIZ_RECORDINGS", "off")
-    from kvviz.export import routes as module
+    from kvviz.serve import routes as module
 
     return module
 
@@ -28,7 +28,7 @@ def test_before_the_recording_every_link_opens_the_live_lesson(routes):
 
 
 def test_with_the_recording_a_link_opens_its_recorded_page_and_explain_it_back_the_whole_lesson(routes, tmp_path):
-    folder = tmp_path / "recordings" / routes.cache.served_key()
+    folder = tmp_path / "recordings" / routes.cache_folder.served_key()
     folder.mkdir(parents=True)
     for name in ("index", "fragmentation", "paging", "radix"):
         (folder / f"{name}.html").write_text("<html></html>")
@@ -47,7 +47,7 @@ def test_importing_the_routes_starts_nothing(tmp_path):
     import sys
     from pathlib import Path
 
-    check = ("import threading, kvviz.export.routes as r, kvviz.export.cache as c; "
+    check = ("import threading, kvviz.serve.routes as r, kvviz.export.cache_folder as c; "
              "assert r.RECORDER == [], r.RECORDER; "
              "assert not any(t.name == 'kvviz-live-warm' for t in threading.enumerate()); "
              "assert c.served_key.cache_info().currsize == 0; print('quiet')")

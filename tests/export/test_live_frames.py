@@ -1,5 +1,5 @@
 """What no recording holds, run by this process's engine and answered as a branch to play
-(kvviz/export/live.py): the same models as the page's, every input checked, the engine's state."""
+(kvviz/serve/live.py): the same models as the page's, every input checked, the engine's state."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import pytest
 
 from kvviz import urlstate
 from kvviz.export import cache
-from kvviz.export.live import MAX_QUERY, Service
 from kvviz.export.recipes import recipes
 from kvviz.export.site import FRAMES_FILE, build_page, model_order, page_config, provenance
 from kvviz.nodes.radix import url as radix_url
 from kvviz.nodes.radix.state import RadixState
+from kvviz.serve.live import MAX_QUERY, Service
 
 
 @pytest.fixture(scope="module")

@@ -1,21 +1,21 @@
 """While the server makes the recorded lesson (its first start), the live page it serves
 meanwhile says how far it has got, reads it again, and drops the line once the recording is
-ready; the line is text (kvviz/export/cache.py `recording_line`, kvviz/lesson.py)."""
+ready; the line is text (kvviz/export/cache_folder.py `recording_line`, kvviz/lesson.py)."""
 
 from __future__ import annotations
 
-from kvviz.export import cache
+from kvviz.export import cache, cache_folder
 from kvviz.lesson import Lesson, recording_html
 
 
 def test_the_line_follows_the_recording_file_and_is_gone_when_it_is_ready(tmp_path):
-    assert cache.recording_line(tmp_path, "abc") is None  # (nothing being made: nothing said)
+    assert cache_folder.recording_line(tmp_path, "abc") is None  # (nothing being made: nothing said)
     cache.write_progress(tmp_path, "abc", {"what": "node 02 · PagedAttention", "done": 2, "total": 8})
-    line = cache.recording_line(tmp_path, "abc")
+    line = cache_folder.recording_line(tmp_path, "abc")
     assert "recording node 02 · PagedAttention… 25% (part 3 of 8)" in line and "live" in line
     (tmp_path / "abc").mkdir()
     (tmp_path / "abc" / "index.html").write_text("<html></html>")
-    assert cache.recording_line(tmp_path, "abc") is None
+    assert cache_folder.recording_line(tmp_path, "abc") is None
 
 
 def test_the_live_page_shows_the_line_and_drops_it_when_the_recording_is_ready():

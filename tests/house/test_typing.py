@@ -1,5 +1,6 @@
-"""The engine, the kernels and the vLLM watcher type-check under `mypy --strict` (configuration:
-pyproject.toml's [tool.mypy]), and the Literal names a snapshot holds are exactly the engine's enum values."""
+"""The engine, the kernels, the vLLM watcher, the recorded lesson's builder (kvviz/export/) and its
+server (kvviz/serve/) type-check under `mypy --strict` (configuration: pyproject.toml's
+[tool.mypy]), and the Literal names a snapshot holds are exactly the engine's enum values."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_engine_kernels_and_watcher_pass_mypy_strict():
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "engine", "kernels", "vllm_watch"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"mypy --strict engine kernels vllm_watch:\n{proc.stdout}{proc.stderr}"
+def test_the_typed_packages_pass_mypy_strict():
+    checked = ["engine", "kernels", "vllm_watch", "kvviz/export", "kvviz/serve"]
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", *checked], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"mypy --strict {' '.join(checked)}:\n{proc.stdout}{proc.stderr}"
 
 
 def test_the_snapshot_literals_are_the_enum_values():

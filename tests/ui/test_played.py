@@ -1,4 +1,4 @@
-"""The served lesson in Chromium (kvviz/export/routes.py): the browser plays the recordings of the
+"""The served lesson in Chromium (kvviz/serve/routes.py): the browser plays the recordings of the
 server's own engine, and only what no recording holds reaches the server, live.
 
 Every scripted action here is checked against what the live engine shows for that state, and

@@ -2,7 +2,7 @@
 with prefix sharing, as a serving engine would hold a class's requests (issue: the teacher's
 projector shows "the class's radix tree").
 
-Each question answered live in node 03 (kvviz/export/routes.py, on the server's answering thread)
+Each question answered live in node 03 (kvviz/serve/routes.py, on the server's answering thread)
 is also asked here: the system prompt's blocks are stored once, each question adds its own branch.
 Its answer stays in the cache (a finished, unreleased request: counted in BLOCKS STORED and vs NO
 SHARING as node 03 counts its four); when the pool cannot take one more question, the oldest

@@ -32,16 +32,26 @@ import json
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 import panel as pn
 from bokeh.document import Document
+from bokeh.model import Model
 from panel.io.state import set_curdoc
 
 from kvviz import urlstate
-from kvviz.export import checks
-from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
+from kvviz.export.page_models import (
+    FRAMES_FILE,
+    TRANSPORT_ACTIONS,
+    asked_of,
+    facts_of,
+    model_order,
+    node_column,
+    page_config,
+)
 from kvviz.export.record import Reader, Rows, Values
 from kvviz.lesson import Lesson
 from kvviz.nodes import BY_KEY
@@ -65,7 +75,7 @@ class FrameError(ValueError):
 class Frames:
     """One node's view in this process, driven by its real state, read off as a branch."""
 
-    def __init__(self, key: str, recipe: Recipe, props: list[list], lesson: Lesson, doc: Document):
+    def __init__(self, key: str, recipe: Recipe, props: list[list[Any]], lesson: Lesson, doc: Document):
         """`lesson` and `doc`: this process's, shared by its nodes' frames (Panel shares some
         models, stylesheets, between the views it builds: they must be in one document)."""
         self.key, self.recipe = key, recipe
@@ -76,7 +86,7 @@ class Frames:
             layout = pn.Column(column, sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
             self.doc.add_root(layout.get_root(self.doc))
         self.models = model_order(self._column_model(column))
-        self.place = {m.id: i for i, m in enumerate(self.models)}
+        self.place: dict[str, int] = {m.id: i for i, m in enumerate(self.models)}
         self.props = [(int(i), str(a)) for i, a in props]  # the page's recorded ones, in its order
         # every property of the node's models as it is now (kept current: each change is an event)
         self.reader = Reader(self.doc, self.models)
@@ -85,7 +95,7 @@ class Frames:
         self.actions = {c[3:]: w for w in column.select(pn.widgets.Widget) for c in (w.css_classes or [])
                         if c.startswith("kv-") and c[3:] in allowed}
 
-    def _column_model(self, column):
+    def _column_model(self, column: pn.Column) -> Model:
         found = [m for m in self.doc.models if f"kv-recorded-{self.key}" in (getattr(m, "css_classes", None) or [])]
         if len(found) != 1:
             raise LookupError(f"{len(found)} views of node {self.key} in its live document")
@@ -116,7 +126,8 @@ class Frames:
             self.state.settle()
 
     def branch(self, query: str, act: str | None = None, value: str | None = None,
-               extra: list[tuple[int, str]] = (), start: int = 0, to: int | None = None) -> dict:
+               extra: Sequence[tuple[int, str]] = (), start: int = 0,
+               to: int | None = None) -> dict[str, Any]:
         """The branch the link `query` (plus `act` with `value`) leads to: every state from its
         settled end back to engine step `start` (the page holds those before: the action came
         after them), as rows of value indices over the page's properties then `props` (the
@@ -126,7 +137,7 @@ class Frames:
         return self._branch(query, act, value, list(extra), start, to)
 
     def _branch(self, query: str, act: str | None, value: str | None, extra: list[tuple[int, str]],
-                start: int, to: int | None = None) -> dict:
+                start: int, to: int | None = None) -> dict[str, Any]:
         parsed = urlstate.parse(_multi(query))
         notices = list(parsed.notices)
         url = BY_KEY[self.key].url
@@ -147,7 +158,7 @@ class Frames:
         # (the page's recorded properties, those it holds from earlier answers, then any this branch changes)
         rows = Rows(self.reader, stored, wanted + [p for p in others if p not in set(wanted)])
         link = urlencode(url.query(state)) if url is not None else ""
-        facts = checks.facts_of(self.lesson.states["explain"], self.key)  # (Explain it back's, at its end)
+        facts = facts_of(self.lesson.states["explain"], self.key)  # (Explain it back's, at its end)
         rows.walk_back(state, start)  # (the same reading as a recording's: kvviz/export/record.py)
         n = len(wanted)
         return {"node": self.key, "n": n, "from": min(start, rows.steps[-1]),
@@ -155,7 +166,7 @@ class Frames:
                 "values": stored.values, "rows": rows.rows[::-1], "steps": rows.steps[::-1],
                 "link": link, "notices": notices, "facts": facts}
 
-    def check(self, query: str, key: str) -> dict:
+    def check(self, query: str, key: str) -> dict[str, Any]:
         """Explain it back's self-check `key` about this node at the link `query`'s state (a run
         the student made, which no recording holds): its question, the engine's answer, and the
         node's facts. (One at a time per process: the caller holds the lock.)"""
@@ -168,7 +179,7 @@ class Frames:
         if url is not None:
             url.restore(self.state, parsed.links[self.key], [])
         explain = self.lesson.states["explain"]
-        return {"node": self.key, "asked": checks.asked_of(explain, self.key), "facts": checks.facts_of(explain, self.key)}
+        return {"node": self.key, "asked": asked_of(explain, self.key), "facts": facts_of(explain, self.key)}
 
 
 def _multi(query: str) -> dict[str, list[str]]:
@@ -187,7 +198,7 @@ class Service:
         self.frames: dict[str, Frames] = {}
         self.lesson: Lesson | None = None
         self.doc = Document()
-        self.kept: OrderedDict[tuple, bytes] = OrderedDict()
+        self.kept: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
         self.lock = threading.Lock()  # (the answers kept, the frames built)
         self.engine = threading.Lock()  # (one branch at a time: the nodes share a lesson and a document)
 
@@ -251,7 +262,8 @@ class Service:
         key = one.get("node", "")
         if key not in self.props or key not in self.recipes:
             raise FrameError("There is no recorded node by that name here.")
-        params = set(BY_KEY[key].url.PARAMS) if BY_KEY[key].url is not None else set()
+        url = BY_KEY[key].url
+        params = set(url.PARAMS) if url is not None else set()
         link = urlencode([(k, v) for k, v in pairs if k in params])
         act, value = one.get("act"), one.get("value")
         to = one.get("to")
@@ -259,7 +271,7 @@ class Service:
             raise FrameError("That request names a step it should not.")
         if act is not None and len(act) > 60 or value is not None and len(value) > 60:
             raise FrameError("That action is too long.")
-        extra = []
+        extra: list[tuple[int, str]] = []
         for k, v in pairs:
             if k == "extra":
                 m = EXTRA_RE.match(v)
@@ -272,6 +284,6 @@ class Service:
         return key, link, act or None, value, extra, int(start), None if to is None else int(to)
 
 
-def gz(data: dict) -> bytes:
+def gz(data: dict[str, Any]) -> bytes:
     """An answer as gzipped JSON (kept, and sent as it is to a browser that accepts gzip)."""
     return gzip.compress(json.dumps(data, separators=(",", ":")).encode(), 6)

@@ -1,4 +1,4 @@
-"""The served lesson's routes: `panel serve app.py teacher.py --plugins kvviz.export.routes`.
+"""The served lesson's routes: `panel serve app.py teacher.py --plugins kvviz.serve.routes`.
 
     /                 the lesson: the recordings of this server's engine (/lesson/), played in the
                       browser; until they are made (a minute after the first start), the live /app
@@ -12,11 +12,12 @@
                       teacher's command, with the passphrase (kvviz/handin/class_endpoint.py)
     /lesson-live      GET: what no recording holds (a typed question, Release oldest...), run by
                       this process's engine and answered as one more branch to play
-                      (kvviz/export/live.py); a client asking too fast: 429, "slow down"
+                      (kvviz/serve/live.py); a client asking too fast: 429, "slow down"
                       (kvviz/process/throttle.py, as /lesson-handin)
 
-Importing this module does nothing more: `start()` begins the recording (kvviz/export/cache.py) in
-a child process if this code has none yet, at the server's start (Panel's `--setup on_start.py`,
+Importing this module does nothing more: `start()` begins the recording (`python -m
+kvviz.export.cache`, by kvviz/export/cache_folder.py: never imported here) in a child process
+if this code has none yet, at the server's start (Panel's `--setup on_start.py`,
 which the launchers pass) or else at its first request. Scripted actions on the recorded pages never reach the server; what no
 recording holds runs on this server's engine: a typed prompt or question, Release oldest, Fill
 the pool (/lesson-live, played in the page); Explain it back and node 04 (live at /app).
@@ -28,26 +29,29 @@ import gzip
 import json
 import os
 import re
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
 import torch
 from tornado.ioloop import IOLoop
 from tornado.web import RequestHandler, StaticFileHandler
 
-from kvviz.export import cache, live
+from kvviz.export import cache_folder
 from kvviz.handin.class_endpoint import ClassHandler, ReportHandler
 from kvviz.handin.endpoint import HandInHandler
 from kvviz.nodes import KEYS as NODE_KEYS
 from kvviz.nodes.radix.class_cache import class_cache, question_in
 from kvviz.process import throttle
+from kvviz.serve import live
 
 NODE_RE = re.compile(r"^[a-z]{1,20}$")
 
 
-def _recorded_nodes(folder) -> set[str]:
+def _recorded_nodes(folder: Path) -> set[str]:
     return {p.stem for p in folder.glob("*.html") if p.stem != "index"}
 
 
@@ -58,7 +62,7 @@ class LessonRoot(RequestHandler):
         start()
         args = [(k, v) for k, vs in self.request.query_arguments.items() for v in vs]
         query = urlencode([(k, v.decode("utf-8", "replace")) for k, v in args])
-        folder = cache.ready(k=cache.served_key())
+        folder = cache_folder.ready(k=cache_folder.served_key())
         node = self.get_query_argument("node", "")
         if folder is not None and node == "explain":  # (Explain it back is on the whole lesson's page: there)
             rest = urlencode([(k, v) for k, v in parse_qsl(query) if k != "node"])
@@ -74,17 +78,20 @@ class LessonRoot(RequestHandler):
 class LessonFiles(StaticFileHandler):
     """`/lesson/<path>`: a file of the finished recording (before it is ready: the live lesson)."""
 
-    def initialize(self) -> None:
-        super().initialize(path=str(cache.cache_root()), default_filename="index.html")
+    def initialize(self, path: str = "", default_filename: str | None = "index.html",
+                   allowed_symlink_directory: str | list[str] | None = None) -> None:
+        """The files under the cache's folder (`path`, when a route names none)."""
+        super().initialize(path=path or str(cache_folder.cache_root()), default_filename=default_filename,
+                           allowed_symlink_directory=allowed_symlink_directory)
 
     async def get(self, path: str, include_body: bool = True) -> None:
         start()
-        if cache.ready(k=cache.served_key()) is None:
+        if cache_folder.ready(k=cache_folder.served_key()) is None:
             node = path.removesuffix(".html")
             query = self.request.query + (f"&node={node}" if NODE_RE.match(node) and node != "index" else "")
             self.redirect(f"../app?{query.lstrip('&')}")
             return
-        await super().get(f"{cache.served_key()}/{path}", include_body)
+        await super().get(f"{cache_folder.served_key()}/{path}", include_body)
 
     def set_extra_headers(self, path: str) -> None:
         # Pages are revalidated (a new recording replaces them); the libraries carry versions.
@@ -97,11 +104,13 @@ class LessonStatus(RequestHandler):
         start()
         self.set_header("Content-Type", "application/json")
         self.set_header("Cache-Control", "no-store")
-        folder = cache.ready(k=cache.served_key())
+        folder = cache_folder.ready(k=cache_folder.served_key())
         # warm: this process's engine is ready for what no recording holds (its frames built)
         warm = folder is not None and str(folder) in _SERVICES and _SERVICES[str(folder)].warmed()
-        facts = None if folder is not None else cache.progress(k=cache.served_key())  # (the recording in progress)
-        self.write(json.dumps({"ready": folder is not None, "key": cache.served_key(), "warm": warm, "progress": facts}))
+        # (the recording in progress)
+        facts = None if folder is not None else cache_folder.progress(k=cache_folder.served_key())
+        self.write(json.dumps({"ready": folder is not None, "key": cache_folder.served_key(), "warm": warm,
+                               "progress": facts}))
 
 
 class LessonLive(RequestHandler):
@@ -117,7 +126,7 @@ class LessonLive(RequestHandler):
         start()
         self.set_header("Content-Type", "application/json")
         self.set_header("Cache-Control", "no-store")
-        folder = cache.ready(k=cache.served_key())
+        folder = cache_folder.ready(k=cache_folder.served_key())
         if folder is None:
             status, body, compute = 503, live.gz({"ok": False, "message": "The server is still recording the lesson: try again in a minute."}), 0.0
         else:
@@ -139,7 +148,7 @@ class LessonLive(RequestHandler):
 ANSWERING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-live")
 
 
-def _answer(folder, query: str) -> tuple[int, bytes, float]:
+def _answer(folder: Path, query: str) -> tuple[int, bytes, float]:
     started = time.perf_counter()
     status, body = _service(folder).answer(query)
     compute = time.perf_counter() - started
@@ -153,7 +162,7 @@ def _answer(folder, query: str) -> tuple[int, bytes, float]:
 _SERVICES: dict[str, live.Service] = {}
 
 
-def _service(folder) -> live.Service:
+def _service(folder: Path) -> live.Service:
     from kvviz.export.recipes import recipes
 
     if str(folder) not in _SERVICES:
@@ -172,12 +181,13 @@ ROUTES = [
 ]
 
 _STARTED = threading.Lock()
-RECORDER: list = []  # (the recording's child process, once started; none when it was there already)
+# (the recording's child process, once started; None when it was there already)
+RECORDER: list[subprocess.Popen[bytes] | None] = []
 
 
 def start() -> None:
     """What a server of these routes runs once, at its start (Panel's `--setup`:
-    kvviz/export/on_start.py, which the launchers pass) or else at its first request: the
+    on_start.py, which the launchers pass) or else at its first request: the
     recording in a child process unless this code's is there (or KVVIZ_RECORDINGS=off, a server for
     tests that need none: / then opens the live lesson until one is made), and a thread that builds
     this process's live frames once it is. Nothing of it happens at import."""
@@ -190,7 +200,7 @@ def start() -> None:
     torch.set_num_threads(1)
     if os.environ.get("KVVIZ_RECORDINGS") == "off":
         return
-    RECORDER.append(cache.start_in_background())
+    RECORDER.append(cache_folder.start_in_background())
     threading.Thread(target=_warm_when_recorded, name="kvviz-live-warm", daemon=True).start()
 
 
@@ -199,10 +209,14 @@ def _warm_when_recorded(poll_s: float = 2.0, give_up_s: float = 3600) -> None:
     engine: a second or two each), one node per turn of the event loop, so that the first
     question does not wait for them."""
     deadline = time.monotonic() + give_up_s
-    while (folder := cache.ready(k=cache.served_key())) is None:
+    while (folder := cache_folder.ready(k=cache_folder.served_key())) is None:
         if time.monotonic() > deadline:
             return
         time.sleep(poll_s)
     for key in live.Service.keys(folder):
-        ANSWERING.submit(lambda k=key: _service(folder).warm(k))  # (between answers, on their thread)
+        ANSWERING.submit(_warm, folder, key)  # (between answers, on their thread)
+
+
+def _warm(folder: Path, key: str) -> None:
+    _service(folder).warm(key)
 
