@@ -135,7 +135,7 @@ def predictions(state: Any, recipe: Recipe) -> dict[str, Any]:
         q = state.question()
         questions[key] = (None if q is None
                           else {"text": q.text, "action": q.action, "choices": list(q.choices)})
-    for target, (source, act) in recipe.keys.items():
+    for target, (source, act) in recipe.key_actions.items():
         recipe.branches[source](state)
         q = state.question()
         if q is None or not state.predict(q.choices[0] if q.choices else "0"):

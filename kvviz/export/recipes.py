@@ -8,4 +8,4 @@ from kvviz.nodes.recipe import Recipe
 
 def recipes() -> dict[str, Recipe]:
     """node key -> its recipe, for every node of the registry that has one, in page order."""
-    return {n.key: n.recording() for n in NODES if n.recording is not None}
+    return {n.key: n.recipe() for n in NODES if n.recipe is not None}

@@ -1,6 +1,6 @@
 """Write the static site: a page per recorded node, index.html with all of them, and what they need.
 
-A node is recorded when its registry entry has a recipe (kvviz/nodes/<node>/recording.py); node 04, which
+A node is recorded when its registry entry has a recipe (kvviz/nodes/<node>/recipe.py); node 04, which
 watches a live vLLM, is recorded from its shipped vLLM recording (kvviz/nodes/vllm/exported.py) on a static site,
 and left to the live server on a served one.
 

@@ -2,7 +2,7 @@
 recipe types each node's `recording.py` fills in (the export, kvviz/export/, reads them).
 
 Each recorded node's package has `recording.py` with a `recipe()`, named by its registry entry
-(`Node.recording`): its branches (set-ups whose every engine step is recorded, from the settled
+(`Node.recipe`): its branches (set-ups whose every engine step is recorded, from the settled
 end back to the start), the branch the page opens on, its controls (each found in the page's
 Bokeh document by its id: the class `kv-<id>` its view gives it, never its label; acting on the
 player as `action`), what its own actions do, as
@@ -57,7 +57,7 @@ class Recipe:
     meta: dict = field(default_factory=dict)  # facts the player needs (e.g. which box is typed into)
     # the node's key action (the one a prediction is about): target branch -> (the branch it is
     # taken from, the action on the state); the page resolves a prediction from these outcomes
-    keys: dict = field(default_factory=dict)
+    key_actions: dict = field(default_factory=dict)
 
 
 TRANSPORT = (
@@ -67,7 +67,7 @@ TRANSPORT = (
 )
 
 
-def fresh(state) -> None:
+def start_branch(state) -> None:
     """A branch starts from the node's defaults, with no message (the page opens on the state)."""
     state.reset()
     state.notice = ""

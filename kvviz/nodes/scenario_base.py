@@ -31,7 +31,7 @@ _PROTOTYPES: dict[tuple, object] = {}
 _PROTOTYPES_LOCK = threading.Lock()
 
 
-def fresh(factory, *args):
+def new_scenario(factory, *args):
     """A new scenario `factory(*args)`: built once per process, then copied for each session
     (same engines, same tokens, same block ids; only the model weights are shared)."""
     key = (factory, args)

@@ -24,7 +24,7 @@ class Node:
     url: ModuleType | None = None  # its URL fields: PARAMS, WATCH, parse, restore, query
     needs: tuple[str, ...] = ()  # the other nodes' states its state is built over (by key)
     live: bool = True  # runs engines (a transport, keyboard shortcuts, a play timer)
-    recording: Callable | None = None  # () -> its static-export Recipe (kvviz/nodes/recipe.py), or None: left out
+    recipe: Callable | None = None  # () -> its static-export Recipe (kvviz/nodes/recipe.py), or None: left out
     # The whole lesson in page order, (key, number, title) per node: set by the registry
     # (kvviz/nodes/__init__.py) and handed to the view (its back and continue links, node numbers).
     outline: tuple[tuple[str, str, str], ...] = ()

@@ -56,7 +56,7 @@ from kvviz.export.record import Reader, Rows, Values
 from kvviz.lesson import Lesson
 from kvviz.nodes import BY_KEY
 from kvviz.nodes.explain.checks import CHECKS
-from kvviz.nodes.recipe import Recipe, fresh
+from kvviz.nodes.recipe import Recipe, start_branch
 from kvviz.timeline import eager_snapshots
 
 MAX_QUERY = 6000  # characters of a request's query: a link of 24 capped prompts fits
@@ -144,7 +144,7 @@ class Frames:
         state = self.state
         self.reader.read()  # (whatever the last request left, so that `now` is current)
         with eager_snapshots():  # (each state's snapshot kept on the way: stepping back reads them)
-            fresh(state)
+            start_branch(state)
             if url is not None:
                 url.restore(state, parsed.links[self.key], notices)
             while to is not None and state.step_count > to and state.step_back():
@@ -175,7 +175,7 @@ class Frames:
             raise FrameError("There is no such self-check about this node.")
         parsed = urlstate.parse(_multi(query))
         url = BY_KEY[self.key].url
-        fresh(self.state)
+        start_branch(self.state)
         if url is not None:
             url.restore(self.state, parsed.links[self.key], [])
         explain = self.lesson.states["explain"]
@@ -210,7 +210,7 @@ class Service:
             return self.frames[key]
 
     @staticmethod
-    def keys(folder: Path) -> list[str]:
+    def recorded_nodes(folder: Path) -> list[str]:
         """The nodes a recording holds frames for."""
         return list(json.loads((folder / FRAMES_FILE).read_text(encoding="utf-8")))
 

@@ -213,7 +213,7 @@ def _warm_when_recorded(poll_s: float = 2.0, give_up_s: float = 3600) -> None:
         if time.monotonic() > deadline:
             return
         time.sleep(poll_s)
-    for key in live.Service.keys(folder):
+    for key in live.Service.recorded_nodes(folder):
         ANSWERING.submit(_warm, folder, key)  # (between answers, on their thread)
 
 

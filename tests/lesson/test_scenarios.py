@@ -10,7 +10,7 @@ import pytest
 from engine import Engine, EngineConfig
 from kvviz import formatting as fmt
 from kvviz.nodes.fragmentation.scenario import FragmentationScenario
-from kvviz.nodes.paging.recording import ADDS
+from kvviz.nodes.paging.recipe import ADDS
 from kvviz.nodes.paging.scenario import PagingScenario
 from kvviz.nodes.prompts import MORE_QUESTIONS, QUESTIONS, SYSTEM_PROMPT
 from kvviz.nodes.radix.scenario import (

@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kvviz.nodes.scenario_base import copy_scenario, fresh
+from kvviz.nodes.scenario_base import copy_scenario, new_scenario
 
 MAX_ADDS = 32  # node 02's "how many more" check gives up after this many requests
 
@@ -35,7 +35,7 @@ def _other_reserve(frag) -> int:
 
 
 def _gap_after_free(frag, _paging, _radix) -> int | None:
-    scenario = fresh(type(frag.scenario), frag.reserve)
+    scenario = new_scenario(type(frag.scenario), frag.reserve)
     try:
         scenario.free_r2()
     except (ValueError, KeyError):
@@ -44,7 +44,7 @@ def _gap_after_free(frag, _paging, _radix) -> int | None:
 
 
 def _empty_with_other_reserve(frag, _paging, _radix) -> int:
-    return fresh(type(frag.scenario), _other_reserve(frag)).snapshot().metrics.blocks_reserved_empty
+    return new_scenario(type(frag.scenario), _other_reserve(frag)).snapshot().metrics.blocks_reserved_empty
 
 
 def _admitted_before_refusal(_frag, paging, _radix) -> int | None:
@@ -59,7 +59,7 @@ def _admitted_before_refusal(_frag, paging, _radix) -> int | None:
 
 
 def _stored_with_sharing_switched(_frag, _paging, radix) -> int:  # (as RadixState._rebuild does)
-    scenario = fresh(type(radix.scenario), not radix.sharing)
+    scenario = new_scenario(type(radix.scenario), not radix.sharing)
     for kind, question in radix.ops:
         with contextlib.suppress(ValueError, KeyError):  # (an op that fails is dropped, as the node does)
             scenario.ask(question) if kind == "ask" else scenario.release_oldest()

@@ -7,7 +7,7 @@ import param
 from engine import Snapshot
 from kvviz.nodes.fragmentation import text
 from kvviz.nodes.fragmentation.scenario import LONG_REQUEST_BLOCKS, FragmentationScenario
-from kvviz.nodes.scenario_base import fresh
+from kvviz.nodes.scenario_base import new_scenario
 from kvviz.state.node import NodeState
 from kvviz.state.predict import Question
 
@@ -23,7 +23,7 @@ class FragmentationState(NodeState):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.scenario = fresh(FragmentationScenario, self.reserve)
+        self.scenario = new_scenario(FragmentationScenario, self.reserve)
         self._refresh()
 
     def _snapshots(self) -> dict:
@@ -37,7 +37,7 @@ class FragmentationState(NodeState):
         if self.scenario.reserve_blocks == self.reserve:
             return  # already built for this length (Reset sets both at once)
         freed = self.freed_r2
-        self.scenario = fresh(FragmentationScenario, self.reserve)
+        self.scenario = new_scenario(FragmentationScenario, self.reserve)
         # (a prediction locked in was asked about the old length: _refresh drops it, and says so)
         if freed and (why := self._why_not(self.scenario.free_r2)) is not None:
             return self._refresh(f"With {self.reserve}-block slabs there is no R2 to free: {why}", playing=False)
@@ -84,6 +84,6 @@ class FragmentationState(NodeState):
     def reset(self) -> None:
         """Back to the defaults, widgets included: one update that every binding hears."""
         default = self.param.reserve.default
-        self.scenario = fresh(FragmentationScenario, default)
+        self.scenario = new_scenario(FragmentationScenario, default)
         self._refresh("Back to the lesson's starting point.", playing=False, reserve=default, predicted=None,
                       verdict_shown=False)

@@ -7,7 +7,7 @@ import param
 from engine import Snapshot
 from kvviz.nodes.paging import text
 from kvviz.nodes.paging.scenario import PagingScenario
-from kvviz.nodes.scenario_base import fresh
+from kvviz.nodes.scenario_base import new_scenario
 from kvviz.state.node import Added, NodeState
 from kvviz.state.predict import Question
 
@@ -33,7 +33,7 @@ class PagingState(NodeState):
     def __init__(self, **params):
         super().__init__(**params)
         self._awaited: str | None = None  # the request whose admission a prediction waits for
-        self.scenario = fresh(PagingScenario)
+        self.scenario = new_scenario(PagingScenario)
         self.prompt = self.scenario.next_request()[0]
         self._refresh()
 
@@ -97,7 +97,7 @@ class PagingState(NodeState):
         return text.WHY_ADMITTED.format(slab=len(table), first=min(table), last=max(table), free=m.blocks_free)
 
     def reset(self) -> None:
-        self.scenario = fresh(PagingScenario)
+        self.scenario = new_scenario(PagingScenario)
         self._awaited = None
         self.request = None  # (the first request's block table is drawn again, as on a new page)
         self._refresh("Back to the lesson's starting point.", playing=False,

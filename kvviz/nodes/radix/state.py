@@ -11,7 +11,7 @@ from kvviz import formatting as fmt
 from kvviz.nodes.prompts import MORE_QUESTIONS, QUESTIONS
 from kvviz.nodes.radix import text
 from kvviz.nodes.radix.scenario import RadixScenario
-from kvviz.nodes.scenario_base import fresh
+from kvviz.nodes.scenario_base import new_scenario
 from kvviz.state.node import Added, NodeState
 from kvviz.state.predict import Question
 
@@ -29,7 +29,7 @@ class RadixState(NodeState):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.scenario = fresh(RadixScenario, self.sharing)
+        self.scenario = new_scenario(RadixScenario, self.sharing)
         self._refresh()
 
     def _snapshots(self) -> dict:
@@ -60,7 +60,7 @@ class RadixState(NodeState):
     def _rebuild(self) -> None:
         if self.scenario.prefix_sharing == self.sharing:
             return  # already built for this setting (Reset sets both at once)
-        self.scenario = fresh(RadixScenario, self.sharing)
+        self.scenario = new_scenario(RadixScenario, self.sharing)
         for op in self.ops:
             # an op that fails under the other setting (nothing to release, say) is dropped
             with contextlib.suppress(ValueError, KeyError):
@@ -130,7 +130,7 @@ class RadixState(NodeState):
 
     def reset(self) -> None:
         """Back to the defaults, the checkbox included: one update that every binding hears."""
-        self.scenario = fresh(RadixScenario, False)
+        self.scenario = new_scenario(RadixScenario, False)
         self._refresh("Back to the lesson's starting point.", playing=False, sharing=False,
                       prompt=MORE_QUESTIONS[0], predicted=None,
                       verdict_shown=False)

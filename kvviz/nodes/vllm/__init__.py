@@ -6,4 +6,4 @@ from kvviz.nodes.vllm.state import VllmState
 from kvviz.nodes.vllm.view import VllmView
 
 NODE = Node(key="vllm", number="04", title=text.TITLE, state=VllmState, view=VllmView, live=False,
-            recording=exported.recipe)
+            recipe=exported.recipe)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from kvviz.nodes.fragmentation.state import FragmentationState
-from kvviz.nodes.recipe import TRANSPORT, VALUE, Control, Effect, Recipe, fresh
+from kvviz.nodes.recipe import TRANSPORT, VALUE, Control, Effect, Recipe, start_branch
 
 
 def _branch(reserve: int, freed: bool):
     def setup(state) -> None:
-        fresh(state)
+        start_branch(state)
         state.reserve = reserve
         if freed:
             state.free_r2()
@@ -26,5 +26,5 @@ def recipe() -> Recipe:
         vars={"reserve": default, "freed": 0}, branch="r{reserve}f{freed}",
         actions={"reserve": Effect(set={"reserve": VALUE}), "free_r2": Effect(set={"freed": 1}),
                  "reset": Effect(reset=True)},
-        keys={f"r{r}f1": (f"r{r}f0", lambda s: s.free_r2()) for r in range(lo, hi + 1)},
+        key_actions={f"r{r}f1": (f"r{r}f0", lambda s: s.free_r2()) for r in range(lo, hi + 1)},
     )

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from kvviz.nodes.recipe import TRANSPORT, Control, Effect, Recipe, fresh
+from kvviz.nodes.recipe import TRANSPORT, Control, Effect, Recipe, start_branch
 
 ADDS = 8  # the recording holds this many Add requests of the default stream
 
 def _branch(adds: int):
     def setup(state) -> None:
-        fresh(state)
+        start_branch(state)
         for _ in range(adds):
             state.add_request(settle=True)
     return setup
@@ -23,5 +23,5 @@ def recipe() -> Recipe:
         actions={"add": Effect(count="adds", most=ADDS, play=True), "reset": Effect(reset=True)},
         live_only=("in-prompt", "in-request"),
         meta={"typed": {"param": "add", "prefix": "", "drop": ["add_gap"], "button": "add"}},
-        keys={f"a{k + 1}": (f"a{k}", lambda s: s.add_request(settle=True)) for k in range(ADDS)},
+        key_actions={f"a{k + 1}": (f"a{k}", lambda s: s.add_request(settle=True)) for k in range(ADDS)},
     )

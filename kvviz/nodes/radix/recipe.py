@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from kvviz.nodes.recipe import TRANSPORT, VALUE, Control, Effect, Recipe, fresh
+from kvviz.nodes.recipe import TRANSPORT, VALUE, Control, Effect, Recipe, start_branch
 
 
 def _branch(sharing: bool):
     def setup(state) -> None:
-        fresh(state)
+        start_branch(state)
         state.sharing = sharing
     return setup
 
@@ -21,5 +21,5 @@ def recipe() -> Recipe:
         actions={"sharing": Effect(set={"sharing": VALUE}), "reset": Effect(reset=True)},
         live_only=("in-question", "do-add_request", "do-release_oldest", "do-fill_pool"),
         meta={"typed": {"param": "op", "prefix": "ask:", "drop": ["op_gap"], "button": "do-add_request"}},
-        keys={"s1": ("s0", lambda s: setattr(s, "sharing", True))},
+        key_actions={"s1": ("s0", lambda s: setattr(s, "sharing", True))},
     )
