@@ -22,7 +22,9 @@ pn.config.css_files = [CSS_URL]
 
 # (with several backends, `make class`, each holds the questions its own students typed)
 BACKENDS_NOTE = ("With several servers (make class), these are the questions asked on the one this page "
-                 "reached; each server holds its own students'." if os.environ.get("KVVIZ_BACKENDS") else ONE_SERVER)
-TeacherPage(outline=OUTLINE, projector=[lambda: ClassTreeView(backends_note=BACKENDS_NOTE)]).servable(title="Your class · Managing the KV cache")
+                 "reached; each server holds its own students'." if os.environ.get("KVVIZ_BACKENDS")
+                 else ONE_SERVER)
+TeacherPage(outline=OUTLINE, projector=[lambda: ClassTreeView(backends_note=BACKENDS_NOTE)]).servable(
+    title="Your class · Managing the KV cache")
 if pn.state.curdoc is not None:  # (the page as a phone lays it out, its content the main landmark)
     pn.state.curdoc.template = NODE_PAGE_TEMPLATE

@@ -7,8 +7,9 @@ whether each of their backends answers before the students arrive. Used by class
 The extra machines run backends only, pointing at the same store as this one: KVVIZ_DB, a
 postgresql:// URL (a host of localhost or 127.x there means this machine, so the command names
 this machine's address instead); and trusting this machine's nginx to name each student's address
-(KVVIZ_TRUSTED_PROXIES: else every student there counts as this one machine, against one limit). A SQLite file cannot be shared between machines: then the
-command is still printed, with a warning that hand-ins made there stay there.
+(KVVIZ_TRUSTED_PROXIES: else every student there counts as this one machine, against one limit). A SQLite file
+cannot be shared between machines: then the command is still printed, with a warning that hand-ins made there
+stay there.
 
 Standard library only, like class_server.py.
 """
@@ -61,7 +62,8 @@ def for_other_machines(db: str, front_host: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
-def commands(upstreams: list[str], db: str | Path, front_host: str, allow: list[str]) -> list[tuple[str, str]]:
+def commands(upstreams: list[str], db: str | Path, front_host: str,
+             allow: list[str]) -> list[tuple[str, str]]:
     """(host, the command that host runs in its kvviz checkout), one per extra machine; backends
     on ports that do not follow each other get one command each."""
     by_host: dict[str, list[int]] = {}

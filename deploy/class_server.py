@@ -14,8 +14,8 @@ Hand-ins: every backend writes students' hand-ins into one store (KVVIZ_DB: a SQ
 path; or, for backends on several machines, a postgresql:// URL that all of them are given), so
 the teacher page (/teacher, on whichever backend the teacher reaches) sees the whole class. With
 --upstream, it prints the command each extra machine runs (class_machines.py) and waits for their
-backends to answer before announcing the students' address. Its passphrase (KVVIZ_TEACHER_KEY, else generated once and stored in that file) is printed
-at start by `python -m kvviz.handin.key`.
+backends to answer before announcing the students' address. Its passphrase (KVVIZ_TEACHER_KEY, else generated
+once and stored in that file) is printed at start by `python -m kvviz.handin.key`.
 
 Everything runs in the foreground and stops together on Ctrl-C (or SIGTERM/SIGHUP). nginx runs as
 a child with its configuration, pid, logs and temporary files in a new temporary directory
@@ -122,7 +122,8 @@ PAGE_BUILDS_PER_BACKEND = 4  # pages built at once per backend before a student 
 
 def _load_throttle():
     """kvviz/process/throttle.py (standard library only): its limits are nginx's too."""
-    spec = importlib.util.spec_from_file_location("kvviz_throttle", HERE.parent / "kvviz" / "process" / "throttle.py")
+    spec = importlib.util.spec_from_file_location("kvviz_throttle",
+                                                  HERE.parent / "kvviz" / "process" / "throttle.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -148,7 +149,8 @@ def limit_req_values(name: str, rate: float, burst: int, queue: int) -> dict[str
     if rate <= 0:
         return {f"{name}_RATE": "1r/m", f"{name}_LIMIT": f"# (no limit: KVVIZ_{name}_RATE=0)"}
     held, now = burst - 1 + queue, burst - 1
-    line = f"limit_req zone=kvviz_{zone}" + (f" burst={held}" if held else "") + (f" delay={now}" if now else "")
+    line = (f"limit_req zone=kvviz_{zone}" + (f" burst={held}" if held else "")
+            + (f" delay={now}" if now else ""))
     return {f"{name}_RATE": f"{max(1, round(rate * 60))}r/m", f"{name}_LIMIT": line + ";"}
 
 
@@ -168,8 +170,10 @@ def nginx_config(run_dir: Path, address: str, port: int, backend_ports: list[int
     bokeh, panel = package_dir("bokeh"), package_dir("panel")
     hosts = [f"127.0.0.1:{p}" for p in backend_ports] + list(upstreams or [])
     limits = request_limits(environ)
-    live_retry = throttle.retry_after(1 / limits["LIVE"][0]) if limits["LIVE"][0] > 0 else "1"  # (a token's refill)
-    servers = "\n".join(f"        server {h} max_fails={max_fails} fail_timeout={fail_timeout_s}s;" for h in hosts)
+    # (a token's refill)
+    live_retry = throttle.retry_after(1 / limits["LIVE"][0]) if limits["LIVE"][0] > 0 else "1"
+    servers = "\n".join(f"        server {h} max_fails={max_fails} fail_timeout={fail_timeout_s}s;"
+                        for h in hosts)
     main = render(NGINX_TEMPLATE.read_text(), {
         "RUN_DIR": str(run_dir),
         "USER": worker_user_line(),
@@ -189,8 +193,10 @@ def nginx_config(run_dir: Path, address: str, port: int, backend_ports: list[int
         "LIVE_QUEUE": str(LIVE_QUEUE),
         # (in single quotes in nginx's config: JSON with no single quote in it)
         "LIVE_RETRY": live_retry,
-        "SLOW_DOWN_JSON": json.dumps({"ok": False, "message": throttle.SLOW_DOWN, "retry_after_s": int(live_retry)}),
-        "SLOW_DOWN_HANDIN_JSON": json.dumps({"ok": False, "message": throttle.SLOW_DOWN_HANDIN, "retry_after_s": 2}),
+        "SLOW_DOWN_JSON": json.dumps({"ok": False, "message": throttle.SLOW_DOWN,
+                                      "retry_after_s": int(live_retry)}),
+        "SLOW_DOWN_HANDIN_JSON": json.dumps({"ok": False, "message": throttle.SLOW_DOWN_HANDIN,
+                                             "retry_after_s": 2}),
     })
     proxy = render(PROXY_TEMPLATE.read_text(), {"TRIES": str(len(hosts))})
     return main, proxy
@@ -295,10 +301,12 @@ def teacher_line(app_root: Path, env: dict, url: str) -> str:
                              capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as e:
         return f"Teacher page: {url} (its passphrase could not be read: {e})"
-    return out.stdout.strip() or f"Teacher page: {url} (its passphrase could not be read: {out.stderr.strip()[-300:]})"
+    return out.stdout.strip() or (
+        f"Teacher page: {url} (its passphrase could not be read: {out.stderr.strip()[-300:]})")
 
 
-METRICS_PORT_OFFSET = 500  # a backend on port P serves its counts on 127.0.0.1:P+500 (kvviz/process/metrics.py)
+# a backend on port P serves its counts on 127.0.0.1:P+500 (kvviz/process/metrics.py)
+METRICS_PORT_OFFSET = 500
 
 
 class Backend:
@@ -314,8 +322,9 @@ class Backend:
 
     def start(self) -> None:
         with self.log_path.open("a") as log:
-            self.proc = subprocess.Popen(self.cmd, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, preexec_fn=_child_setup)
+            self.proc = subprocess.Popen(self.cmd, cwd=self.cwd, env=self.env, stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         preexec_fn=_child_setup)
         self.pid_path.write_text(f"{self.proc.pid}\n")
 
     def describe(self) -> dict:
@@ -372,7 +381,8 @@ class ClassServer:
         busy = [p for p in self.ports if not port_free(p, backend_host)]
         if busy:
             sys.exit(f"class server: backend port(s) {busy} in use; choose another --base-port")
-        if not a.backends_only and not port_free(a.port, a.address if a.address not in ("", "::") else "0.0.0.0"):
+        if not a.backends_only and not port_free(a.port,
+                                                 a.address if a.address not in ("", "::") else "0.0.0.0"):
             sys.exit(f"class server: port {a.port} on {a.address} is in use (another class server? "
                      f"see {self.state_file})")
         if a.port in self.ports:
@@ -387,18 +397,20 @@ class ClassServer:
         env.setdefault("OMP_NUM_THREADS", "1")  # one core per backend: no OpenMP thread pools
         env["PYTHONUNBUFFERED"] = "1"
         env["KVVIZ_DB"] = str(class_db(env))  # one file for every backend, wherever it runs from
-        env.update(backend_limits_env(env))  # (nginx paces each address first: the backends' own limits are wider)
-        if len(self.ports) > 1 or a.backends_only:  # (the teacher page says its class cache is this backend's)
+        # (nginx paces each address first: the backends' own limits are wider)
+        env.update(backend_limits_env(env))
+        # (the teacher page says its class cache is this backend's)
+        if len(self.ports) > 1 or a.backends_only:
             env["KVVIZ_BACKENDS"] = str(len(self.ports))
         if not a.backends_only:  # (the teacher page shows it in large type: the address students open)
             env["KVVIZ_STUDENT_URL"] = student_urls(a.address, a.port)[0]
         apps = tuple(app for app in APPS if (self.app_root / app).is_file())
-        teacher_url = (f"http://{(lan_addresses() or ['localhost'])[0]}:{self.ports[0]}/teacher" if a.backends_only
-                       else student_urls(a.address, a.port, "teacher")[0])
+        teacher_url = (f"http://{(lan_addresses() or ['localhost'])[0]}:{self.ports[0]}/teacher"
+                       if a.backends_only else student_urls(a.address, a.port, "teacher")[0])
         self.teacher = teacher_line(self.app_root, env, teacher_url)
         for i, port in enumerate(self.ports):
-            cmd = backend_command(port, self.origins, a.session_lifetime_ms, a.check_sessions_ms, a.backend_address,
-                                  apps)
+            cmd = backend_command(port, self.origins, a.session_lifetime_ms, a.check_sessions_ms,
+                                  a.backend_address, apps)
             self.backends.append(Backend(i, port, cmd, self.run_dir, self.app_root, env))
         for b in self.backends:
             b.start()
@@ -443,8 +455,10 @@ class ClassServer:
             if self.stopping:
                 return
             self.check_children(restart=False)
-            connect_host = "127.0.0.1" if self.args.address in ("0.0.0.0", "", "localhost") else self.args.address
-            pending = {p for p in pending if not port_open(p, connect_host if p == self.args.port else self.backend_host())}
+            connect_host = ("127.0.0.1" if self.args.address in ("0.0.0.0", "", "localhost")
+                            else self.args.address)
+            pending = {p for p in pending
+                       if not port_open(p, connect_host if p == self.args.port else self.backend_host())}
             if pending and time.monotonic() > deadline:
                 raise RuntimeError(f"ports {sorted(pending)} not listening after {START_TIMEOUT_S} s")
             time.sleep(0.3)
@@ -482,10 +496,10 @@ class ClassServer:
             "student_urls": student_urls(a.address, a.port), "allow": self.origins,
             "teacher_url": f"http://127.0.0.1:{a.port}/teacher", "db": machines.shown(class_db()),
             "run_dir": str(self.run_dir), "app_root": str(self.app_root),
-            "access_log": str(self.run_dir / "access.log"), "nginx_error_log": str(self.run_dir / "nginx-error.log"),
-            "nginx_pid": self.nginx.pid if self.nginx else None,
-            "session_lifetime_ms": a.session_lifetime_ms, "check_sessions_ms": a.check_sessions_ms,
-            "backends": [b.describe() for b in self.backends],
+            "access_log": str(self.run_dir / "access.log"),
+            "nginx_error_log": str(self.run_dir / "nginx-error.log"),
+            "nginx_pid": self.nginx.pid if self.nginx else None, "session_lifetime_ms": a.session_lifetime_ms,
+            "check_sessions_ms": a.check_sessions_ms, "backends": [b.describe() for b in self.backends],
         }
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(state, indent=2))
@@ -506,28 +520,33 @@ class ClassServer:
             if b.restart_at is None:
                 delay = RESTART_DELAYS_S[min(b.restarts, len(RESTART_DELAYS_S) - 1)]
                 b.restart_at = now + delay
-                print(f"class server: backend {b.index} (port {b.port}) exited ({b.proc.returncode}); nginx sends "
-                      f"its students to the others; restarting it in {delay} s", file=sys.stderr, flush=True)
+                print(f"class server: backend {b.index} (port {b.port}) exited ({b.proc.returncode}); nginx "
+                      f"sends its students to the others; restarting it in {delay} s", file=sys.stderr,
+                      flush=True)
             elif now >= b.restart_at:
                 b.restart_at = None
                 b.restarts += 1
                 b.start()
                 self.write_state()
-                print(f"class server: backend {b.index} restarted (pid {b.proc.pid})", file=sys.stderr, flush=True)
+                print(f"class server: backend {b.index} restarted (pid {b.proc.pid})", file=sys.stderr,
+                      flush=True)
 
     def serve_forever(self) -> None:
         a = self.args
         first, last = self.ports[0], self.ports[-1]
         if a.backends_only:
-            print(f"kvviz class backends: {len(self.backends)} `panel serve app.py` on {a.backend_address}:{first}"
-                  f"{f'-{last}' if last != first else ''}; in the front machine's nginx.conf upstream, add:", flush=True)
+            print(f"kvviz class backends: {len(self.backends)} `panel serve app.py` on "
+                  f"{a.backend_address}:{first}{f'-{last}' if last != first else ''}; in the front machine's "
+                  "nginx.conf upstream, add:", flush=True)
             for host in (lan_addresses() if a.backend_address in ("0.0.0.0", "") else [a.backend_address]):
                 for p in self.ports:
                     print(f"    server {host}:{p} max_fails=1 fail_timeout={a.fail_timeout}s;", flush=True)
             db = class_db()
             print(f"Hand-ins made through these backends go to the shared database {machines.shown(db)}. "
-                  if machines.is_url(db) else f"Hand-ins made through these backends go to {db} on this machine, "
-                  "not to the front machine's: set KVVIZ_DB=postgresql://... (deploy/README.md). ", end="", flush=True)
+                  if machines.is_url(db)
+                  else f"Hand-ins made through these backends go to {db} on this machine, "
+                  "not to the front machine's: set KVVIZ_DB=postgresql://... (deploy/README.md). ", end="",
+                  flush=True)
             print(self.teacher, flush=True)
             print(f"Logs: {self.run_dir}. Ctrl-C stops everything.", flush=True)
             while not self.stopping:
@@ -535,17 +554,20 @@ class ClassServer:
                 time.sleep(0.5)
             return
         print(f"kvviz class server: {len(self.backends)} backend(s) `panel serve app.py` on 127.0.0.1:{first}"
-              f"{f'-{last}' if last != first else ''}, nginx on {listen_spec(a.address or '0.0.0.0', a.port)}",
+              f"{f'-{last}' if last != first else ''}, nginx on "
+              f"{listen_spec(a.address or '0.0.0.0', a.port)}",
               flush=True)
         if a.upstream:
             self.announce_upstreams()
-        print("Students open (the lesson plays in their browsers; their own prompts run here, live):", flush=True)
+        print("Students open (the lesson plays in their browsers; their own prompts run here, live):",
+              flush=True)
         for url in student_urls(a.address, a.port):
             print(f"    {url}", flush=True)
         print(self.teacher, flush=True)
-        print(f"Status (sessions, CPU, memory per backend): {student_urls(a.address, a.port, 'status')[0]}", flush=True)
-        print(f"Websocket origins allowed: {' '.join(self.origins)}. Logs: {self.run_dir}. Ctrl-C stops everything.",
+        print(f"Status (sessions, CPU, memory per backend): {student_urls(a.address, a.port, 'status')[0]}",
               flush=True)
+        print(f"Websocket origins allowed: {' '.join(self.origins)}. Logs: {self.run_dir}. "
+              "Ctrl-C stops everything.", flush=True)
         while not self.stopping:
             self.check_children()
             time.sleep(0.5)
@@ -555,20 +577,22 @@ class ClassServer:
         their backends to answer, saying which do not (nginx leaves those out until they do)."""
         a, db = self.args, class_db()
         front = (lan_addresses() or ["127.0.0.1"])[0] if a.address in ("0.0.0.0", "", "::") else a.address
-        print("On each extra machine, in its kvviz checkout (backends only, writing to the same store):", flush=True)
+        print("On each extra machine, in its kvviz checkout (backends only, writing to the same store):",
+              flush=True)
         for host, cmd in machines.commands(a.upstream, db, front, self.origins):
             print(f"    {host}:  {cmd}", flush=True)
         if not machines.is_url(db):
             print(f"class server: hand-ins go to {db}, a file on this machine: those made through the other "
                   "machines' backends will not reach this teacher page. Share one store: "
-                  "KVVIZ_DB=postgresql://USER:PASSWORD@HOST:5432/DATABASE (deploy/README.md).", file=sys.stderr, flush=True)
+                  "KVVIZ_DB=postgresql://USER:PASSWORD@HOST:5432/DATABASE (deploy/README.md).",
+                  file=sys.stderr, flush=True)
         print(f"Waiting up to {a.upstream_wait} s for the extra machines' backends to answer:", flush=True)
         result = machines.wait_for(a.upstream, a.upstream_wait, lambda line: print(line, flush=True),
                                    stop=lambda: self.stopping)
         for upstream, why in result.items():
             if why is not None:
-                print(f"class server: {upstream} does not answer ({why}); nginx sends its students to the other "
-                      "backends until it does", file=sys.stderr, flush=True)
+                print(f"class server: {upstream} does not answer ({why}); nginx sends its students to the "
+                      "other backends until it does", file=sys.stderr, flush=True)
 
     # -- stop -------------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -591,7 +615,8 @@ class ClassServer:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--address", default="0.0.0.0", help="where nginx listens (default 0.0.0.0: every interface)")
+    p.add_argument("--address", default="0.0.0.0",
+                   help="where nginx listens (default 0.0.0.0: every interface)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"nginx's port (default {DEFAULT_PORT})")
     p.add_argument("--allow", default="*",
                    help="websocket origins the backends accept, host[:port], separated by commas or spaces "
@@ -601,25 +626,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--base-port", type=int, default=DEFAULT_BASE_PORT,
                    help=f"backend i listens on 127.0.0.1:BASE_PORT+i (default {DEFAULT_BASE_PORT})")
     p.add_argument("--session-lifetime-ms", type=int, default=DEFAULT_SESSION_LIFETIME_MS,
-                   help="`panel serve --unused-session-lifetime`: how long a session waits for its websocket, "
-                        f"and lingers after its tab closes (default {DEFAULT_SESSION_LIFETIME_MS})")
+                   help="`panel serve --unused-session-lifetime`: how long a session waits for its "
+                        "websocket, and lingers after its tab closes (default "
+                        f"{DEFAULT_SESSION_LIFETIME_MS})")
     p.add_argument("--check-sessions-ms", type=int, default=DEFAULT_CHECK_SESSIONS_MS,
                    help=f"`panel serve --check-unused-sessions` (default {DEFAULT_CHECK_SESSIONS_MS})")
     p.add_argument("--fail-timeout", type=int, default=10, metavar="S",
                    help="nginx leaves a backend that refused a connection out for S seconds (default 10)")
     p.add_argument("--upstream", action="append", default=[], metavar="HOST:PORT",
-                   help="a backend on another machine (run there with --backends-only) for nginx here (repeatable)")
+                   help="a backend on another machine (run there with --backends-only) for nginx here "
+                        "(repeatable)")
     p.add_argument("--upstream-wait", type=int, default=300, metavar="S",
                    help="wait up to S seconds for each --upstream to answer before announcing (default 300)")
     p.add_argument("--backend-address", default="127.0.0.1",
-                   help="where the backends listen (default 127.0.0.1; another machine's nginx needs e.g. 0.0.0.0)")
+                   help="where the backends listen (default 127.0.0.1; another machine's nginx needs e.g. "
+                        "0.0.0.0)")
     p.add_argument("--backends-only", action="store_true",
-                   help="run only the backends, for the upstream of nginx on another machine (prints its server lines)")
-    p.add_argument("--root", default=str(ROOT), help="the directory holding app.py and assets/ (default: this checkout)")
+                   help="run only the backends, for the upstream of nginx on another machine (prints its "
+                        "server lines)")
+    p.add_argument("--root", default=str(ROOT),
+                   help="the directory holding app.py and assets/ (default: this checkout)")
     p.add_argument("--nginx", help="the nginx binary (default: nginx on PATH, or /usr/sbin/nginx)")
     p.add_argument("--no-warm", dest="warm", action="store_false",
                    help="do not build one page on each backend before announcing the URL")
-    p.add_argument("--keep-run-dir", action="store_true", help="keep the run directory (logs, config) at exit")
+    p.add_argument("--keep-run-dir", action="store_true",
+                   help="keep the run directory (logs, config) at exit")
     args = p.parse_args(argv)
     if not 1 <= args.backends <= 256:
         p.error("--backends must be between 1 and 256")

@@ -89,8 +89,10 @@ class Status:
                 "backend": b.index, "port": b.port, "up": up, "restarts": b.restarts,
                 "cpu_percent": round(self._cpu[b.index], 1) if up and b.index in self._cpu else None,
                 "rss_mb": round(m[RSS] / 2**20, 1) if RSS in m else None,
-                "sessions": int(m.get("kvviz_sessions", 0)), "pages_built": int(m.get("kvviz_pages_built", 0)),
-                "nodes_built": int(m.get("kvviz_nodes_built", 0)), "memo_states": int(m.get("kvviz_memo_states", 0)),
+                "sessions": int(m.get("kvviz_sessions", 0)),
+                "pages_built": int(m.get("kvviz_pages_built", 0)),
+                "nodes_built": int(m.get("kvviz_nodes_built", 0)),
+                "memo_states": int(m.get("kvviz_memo_states", 0)),
                 "memo_hit_rate": round(hits / (hits + misses), 3) if hits + misses else None,
                 "lessons_alive": int(m.get("kvviz_lessons_alive", 0)),
             })
@@ -108,19 +110,26 @@ def page(report: dict) -> str:
             "memo hits", "restarts"]
     body = "".join(
         "<tr>" + "".join(f"<td>{e(str(v))}</td>" for v in (
-            r["backend"], "yes" if r["up"] else "DOWN", r["sessions"], shown(r["cpu_percent"]), shown(r["rss_mb"]),
-            r["pages_built"], r["nodes_built"], r["memo_states"],
-            "–" if r["memo_hit_rate"] is None else f"{100 * r['memo_hit_rate']:.0f}%", r["restarts"])) + "</tr>"
+            r["backend"], "yes" if r["up"] else "DOWN", r["sessions"], shown(r["cpu_percent"]),
+            shown(r["rss_mb"]), r["pages_built"], r["nodes_built"], r["memo_states"],
+            "–" if r["memo_hit_rate"] is None else f"{100 * r['memo_hit_rate']:.0f}%", r["restarts"]))
+        + "</tr>"
         for r in report["backends"])
     load = ", ".join(f"{x:.1f}" for x in report["load_average"])
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><meta http-equiv='refresh' content='3'>"
-            f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>kvviz class server</title>"
-            f"<style>body{{font:18px system-ui,sans-serif;margin:1.5rem;color:#16202a}}table{{border-collapse:collapse}}"
-            f"td,th{{border:1px solid #d5dbe3;padding:.3rem .7rem;text-align:right}}th{{background:#f6f8fb}}</style>"
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta http-equiv='refresh' content='3'>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>kvviz class server</title>"
+            f"<style>body{{font:18px system-ui,sans-serif;margin:1.5rem;color:#16202a}}"
+            f"table{{border-collapse:collapse}}"
+            f"td,th{{border:1px solid #d5dbe3;padding:.3rem .7rem;text-align:right}}th{{background:#f6f8fb}}"
+            f"</style>"
             f"</head><body><h1>kvviz class server</h1><p><b>{report['sessions']}</b> students connected · "
-            f"load average {e(load)} on {report['cores']} cores · {e(report['time'])} (refreshes every 3 s)</p>"
+            f"load average {e(load)} on {report['cores']} cores · {e(report['time'])} "
+            f"(refreshes every 3 s)</p>"
             f"<table><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr>{body}</table>"
-            f"<p>A load average above the number of cores means students wait. /status.json has the same as data.</p>"
+            f"<p>A load average above the number of cores means students wait. "
+            f"/status.json has the same as data.</p>"
             f"</body></html>")
 
 

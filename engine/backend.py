@@ -44,7 +44,8 @@ def triton_installed() -> bool:
     """Whether Triton can be imported here (without importing it: that takes seconds)."""
     try:
         return importlib.util.find_spec("triton") is not None
-    except (ImportError, ValueError):  # (a broken install; or one hidden, as tests/deploy/test_requirements.py does)
+    # (a broken install; or one hidden, as tests/deploy/test_requirements.py does)
+    except (ImportError, ValueError):
         return False
 
 
@@ -76,7 +77,8 @@ def select_backend(name: str, device: torch.device) -> AttentionBackend:
             reference.plan_decode,
         )
     if device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("backend='triton' needs a CUDA device, or TRITON_INTERPRET=1 to interpret the kernels on CPU")
+        raise ValueError("backend='triton' needs a CUDA device, or TRITON_INTERPRET=1 to interpret the "
+                         "kernels on CPU")
     if not triton_installed():
         raise ValueError("backend='triton' needs Triton: pip install -r requirements-gpu.txt (Linux only)")
     import kernels as triton_kernels  # imported only when asked for: it pulls in triton

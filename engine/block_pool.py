@@ -105,7 +105,8 @@ class BlockPool:
         free = [b for b in range(self.num_blocks) if self.ref_count[b] == 0]
         assert all(r >= 0 for r in self.ref_count), "negative ref count"
         assert len(free) == self._num_free, f"num_free {self._num_free} but {len(free)} blocks have ref 0"
-        assert set(free) <= self._in_heap == set(self._free_heap), "a free block is missing from the free list"
+        assert set(free) <= self._in_heap == set(self._free_heap), (
+            "a free block is missing from the free list")
         assert len(self._free_heap) <= self.num_blocks, "the free list holds a block twice"
         for b in free:
             assert not self.tokens[b], f"free block {b} still lists tokens"

@@ -51,13 +51,15 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         _check_types(self)
-        for name in ("vocab_size", "num_layers", "d_model", "num_heads", "num_kv_heads", "d_ff", "max_seq_len"):
+        for name in ("vocab_size", "num_layers", "d_model", "num_heads", "num_kv_heads", "d_ff",
+                     "max_seq_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ModelConfig.{name} must be >= 1, got {getattr(self, name)}")
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.num_heads % self.num_kv_heads:
-            raise ValueError(f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})")
+            raise ValueError(f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads "
+                             f"({self.num_kv_heads})")
         if self.head_dim % 2:
             raise ValueError(f"head_dim ({self.head_dim}) must be even for RoPE")
 
@@ -118,7 +120,8 @@ class EngineConfig:
         if self.reserve_blocks < 1:
             raise ValueError(f"reserve_blocks must be >= 1, got {self.reserve_blocks}")
         if self.policy == "contiguous" and self.reserve_blocks > self.num_blocks:
-            raise ValueError(f"reserve_blocks ({self.reserve_blocks}) cannot exceed num_blocks ({self.num_blocks})")
+            raise ValueError(f"reserve_blocks ({self.reserve_blocks}) cannot exceed num_blocks "
+                             f"({self.num_blocks})")
         if self.max_running < 1:
             raise ValueError(f"max_running must be >= 1, got {self.max_running}")
         if self.weights == "trained" and self.model != ModelConfig():

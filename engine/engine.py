@@ -112,11 +112,12 @@ class Engine:
         most_kv = min(len(ids) + max_new_tokens, max_len) - 1
         if cfg.policy == "paged" and ceil_div(most_kv, bs) > cfg.num_blocks:
             raise ValueError(
-                f"this request could need {ceil_div(most_kv, bs)} blocks ({most_kv} tokens) but the whole pool "
-                f"has {cfg.num_blocks} blocks of {bs} tokens; shorten the prompt or max_new_tokens"
+                f"this request could need {ceil_div(most_kv, bs)} blocks ({most_kv} tokens) but the whole "
+                f"pool has {cfg.num_blocks} blocks of {bs} tokens; shorten the prompt or max_new_tokens"
             )
         if cfg.policy == "contiguous" and ceil_div(len(ids), bs) > cfg.num_blocks:
-            raise ValueError(f"the prompt needs {ceil_div(len(ids), bs)} blocks but the pool has {cfg.num_blocks}")
+            raise ValueError(f"the prompt needs {ceil_div(len(ids), bs)} blocks but the pool has "
+                             f"{cfg.num_blocks}")
         req = Request(self._next_id, ids, max_new_tokens, reserve_blocks)
         self._next_id += 1
         self.requests[req.request_id] = req
@@ -206,7 +207,8 @@ class Engine:
             for rid in ids:
                 req = self.requests[rid]
                 if rid not in results and req.status in (Status.FINISHED, Status.REFUSED):
-                    results[rid] = GenerationResult(list(req.output_ids), self.tokenizer.decode(req.output_ids))
+                    results[rid] = GenerationResult(list(req.output_ids),
+                                                    self.tokenizer.decode(req.output_ids))
                     if req.status is Status.FINISHED:
                         self.release(rid)
         return [results[rid] for rid in ids]
@@ -251,7 +253,8 @@ class Engine:
             positions = [p for a, b in zip(starts, ends, strict=True) for p in range(a, b)]
             slots = [r.block_table[p // bs] * bs + p % bs
                      for r, a, b in zip(reqs, starts, ends, strict=True) for p in range(a, b)]
-            query_start = list(itertools.accumulate((b - a for a, b in zip(starts, ends, strict=True)), initial=0))
+            query_start = list(itertools.accumulate((b - a for a, b in zip(starts, ends, strict=True)),
+                                                    initial=0))
         else:  # one row per request: its last token, at position starts[i]
             ends = [p + 1 for p in starts]
             token_ids = [r.last_token for r in reqs]
@@ -266,7 +269,8 @@ class Engine:
             block_tables=self._block_tables(reqs),
             seq_lens=self._tensor(ends, torch.int32),
             query_start=self._tensor(query_start, torch.int32),
-            block_reads=None if work.is_prefill else torch.zeros(self.config.num_blocks, dtype=torch.int32, device=self.device),
+            block_reads=None if work.is_prefill
+                else torch.zeros(self.config.num_blocks, dtype=torch.int32, device=self.device),
         )
 
     def _run_model(self, batch: ForwardBatch) -> torch.Tensor:
@@ -306,7 +310,8 @@ class Engine:
             stored.extend(req.tokens(pos, upto))
             pos = upto
 
-    def _tensor(self, values: Sequence[int] | Sequence[Sequence[int]], dtype: torch.dtype = torch.int64) -> torch.Tensor:
+    def _tensor(self, values: Sequence[int] | Sequence[Sequence[int]],
+                dtype: torch.dtype = torch.int64) -> torch.Tensor:
         return torch.tensor(values, dtype=dtype, device=self.device)
 
     def _block_tables(self, reqs: list[Request]) -> torch.Tensor:
@@ -361,7 +366,8 @@ def build_snapshot(engine: Engine) -> Snapshot:
         else:
             state = "reserved"
         blocks.append(
-            BlockView(b, state, own, pool.page_index[b], len(pool.tokens[b]), pool.ref_count[b], tok.decode(pool.tokens[b]))
+            BlockView(b, state, own, pool.page_index[b], len(pool.tokens[b]), pool.ref_count[b],
+                      tok.decode(pool.tokens[b]))
         )
     req_views = tuple(
         RequestView(
@@ -374,7 +380,8 @@ def build_snapshot(engine: Engine) -> Snapshot:
     radix: tuple[RadixNodeView, ...] = ()
     if sched.radix is not None:
         radix = tuple(
-            RadixNodeView(n.node_id, n.up.node_id, tok.decode(n.key), tuple(n.blocks), n.lock_ref, n.last_access)
+            RadixNodeView(n.node_id, n.up.node_id, tok.decode(n.key), tuple(n.blocks), n.lock_ref,
+                          n.last_access)
             for n in sched.radix.nodes()
         )
     return Snapshot(

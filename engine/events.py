@@ -37,7 +37,8 @@ class EventLog:
         self.events: list[Event] = []
         self.step = 0
 
-    def emit(self, kind: EventKind, request_id: int | None = None, blocks: Iterable[int] = (), reason: str = "") -> None:
+    def emit(self, kind: EventKind, request_id: int | None = None, blocks: Iterable[int] = (),
+             reason: str = "") -> None:
         assert kind in EVENT_KINDS, kind
         self.events.append(Event(self.step, kind, request_id, tuple(blocks), reason))
 

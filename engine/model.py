@@ -122,17 +122,20 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(cfg.num_heads * cfg.head_dim, cfg.d_model, bias=False)
         self.scale = 1.0 / math.sqrt(cfg.head_dim)
 
-    def _qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _qkv(self, x: torch.Tensor, cos: torch.Tensor,
+             sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         c = self.cfg
-        qkv = F.linear(x, fused_weight(self, self.q_proj, self.k_proj, self.v_proj))  # q_proj(x), k_proj(x), v_proj(x)
+        # q_proj(x), k_proj(x), v_proj(x)
+        qkv = F.linear(x, fused_weight(self, self.q_proj, self.k_proj, self.v_proj))
         qkv = qkv.view(-1, c.num_heads + 2 * c.num_kv_heads, c.head_dim)
         qk = apply_rope(qkv[:, : c.num_heads + c.num_kv_heads], cos, sin)  # q and k's heads rotated at once
         q, k = qk[:, : c.num_heads], qk[:, c.num_heads :]  # (T, H, D), (T, KVH, D)
         v = qkv[:, c.num_heads + c.num_kv_heads :]  # (T, KVH, D)
         return q, k, v
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, batch: ForwardBatch, k_cache: torch.Tensor,
-                v_cache: torch.Tensor, backend: AttentionBackend, block_reads: torch.Tensor | None, plan: object,
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, batch: ForwardBatch,
+                k_cache: torch.Tensor, v_cache: torch.Tensor, backend: AttentionBackend,
+                block_reads: torch.Tensor | None, plan: object,
                 last_rows: torch.Tensor | None = None) -> torch.Tensor:
         """Stores every row's K and V, and returns the attention output of every row, or of only
         `last_rows` (each sequence's last row) when given: one query per sequence, at its end,
@@ -144,7 +147,8 @@ class Attention(nn.Module):
         if batch.is_decode or last_rows is not None:
             extra = {"plan": plan} if plan is not None else {}
             o = backend.decode_attention(
-                q, k_cache, v_cache, batch.block_tables, batch.seq_lens, self.scale, block_reads=block_reads, **extra
+                q, k_cache, v_cache, batch.block_tables, batch.seq_lens, self.scale, block_reads=block_reads,
+                **extra
             )
         else:
             o = backend.extend_attention(
@@ -177,7 +181,8 @@ class MLP(nn.Module):
         gate, up = F.linear(x, fused_weight(self, self.gate, self.up)).chunk(2, dim=-1)  # gate(x), up(x)
         if torch.is_grad_enabled():
             return F.linear(F.silu(gate) * up, self.down.weight)  # down(silu(gate) * up)
-        return F.linear(F.silu(gate, inplace=True).mul_(up), self.down.weight)  # the same floats, without two temporaries
+        # the same floats, without two temporaries
+        return F.linear(F.silu(gate, inplace=True).mul_(up), self.down.weight)
 
 
 class Block(nn.Module):
@@ -230,7 +235,8 @@ class Transformer(nn.Module):
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, kv: KVPool, backend: AttentionBackend) -> torch.Tensor:
         """Logits of each sequence's last new token: (S, vocab). Writes the new tokens' KV."""
-        cos = self.rope_cos.index_select(0, batch.positions)[:, None]  # (T, 1, head_dim): the same for every head
+        # (T, 1, head_dim): the same for every head
+        cos = self.rope_cos.index_select(0, batch.positions)[:, None]
         sin = self.rope_sin.index_select(0, batch.positions)[:, None]
         h = self.embed(batch.token_ids)  # (T, d_model)
         plan = None  # what every layer's decode attention reads the same way, when the backend plans it
@@ -242,9 +248,11 @@ class Transformer(nn.Module):
         for layer, blk in enumerate(blocks):
             reads = batch.block_reads if layer == 0 else None
             if layer < len(blocks) - 1:
-                h += blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan)
+                h += blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads,
+                              plan)
             else:  # all rows' KV is stored, but only each sequence's last row goes on to the logits
-                a = blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads, plan, last)
+                a = blk.attn(blk.attn_norm(h), cos, sin, batch, kv.k[layer], kv.v[layer], backend, reads,
+                             plan, last)
                 h = a.add_(h if last is None else h[last])  # h + a, the same floats (addition commutes)
             h += blk.mlp(blk.mlp_norm(h))
         return self._logits(h)
@@ -266,6 +274,7 @@ class Transformer(nn.Module):
         """Logits for every position of one sequence, computed with no KV cache: (T, vocab)."""
         ids = torch.as_tensor(token_ids, dtype=torch.long, device=self.embed.weight.device)
         if ids.ndim != 1 or not 0 < ids.numel() <= self.cfg.max_seq_len:
-            raise ValueError(f"forward_full takes 1..{self.cfg.max_seq_len} token ids, got shape {tuple(ids.shape)}")
+            raise ValueError(f"forward_full takes 1..{self.cfg.max_seq_len} token ids, got shape "
+                             f"{tuple(ids.shape)}")
         with torch.inference_mode():
             return self.forward_sequences(ids[None])[0]

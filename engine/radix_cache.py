@@ -98,7 +98,8 @@ class RadixCache:
                 break
             same = min(len(child.blocks), num_pages - page)
             if child.key[: same * bs] != ids[start : start + same * bs]:
-                same = next(i for i in range(1, same) if child.key[i * bs : (i + 1) * bs] != ids[start + i * bs : start + (i + 1) * bs])
+                same = next(i for i in range(1, same)
+                            if child.key[i * bs : (i + 1) * bs] != ids[start + i * bs : start + (i + 1) * bs])
             if same < len(child.blocks):
                 child = self._split(child, same)
             child.last_access = now
@@ -111,7 +112,8 @@ class RadixCache:
         """Cut `node` after `num_pages` pages; returns the new upper part (which keeps the locks)."""
         cut = num_pages * self.block_size
         upper = RadixNode(
-            self._new_id(), node.key[:cut], node.blocks[:num_pages], node.parent, {}, node.lock_ref, node.last_access
+            self._new_id(), node.key[:cut], node.blocks[:num_pages], node.parent, {}, node.lock_ref,
+            node.last_access
         )
         node.up.children[self._page(upper.key, 0)] = upper
         node.key, node.blocks, node.parent = node.key[cut:], node.blocks[num_pages:], upper
@@ -177,7 +179,8 @@ class RadixCache:
             _, _, leaf = heapq.heappop(heap)
             parent = leaf.up
             del parent.children[self._page(leaf.key, 0)]
-            freed += self.pool.decref(leaf.blocks, None, "evicted from the prefix cache (least recently used)")
+            freed += self.pool.decref(leaf.blocks, None,
+                                      "evicted from the prefix cache (least recently used)")
             self.pool.log.emit("block_evicted", None, leaf.blocks, "least recently used cached prefix")
             if parent is not self.root and parent.is_leaf and parent.lock_ref == 0:
                 heapq.heappush(heap, (parent.last_access, parent.node_id, parent))
@@ -188,7 +191,8 @@ class RadixCache:
         tree holds each block once; optionally lock_ref equals the requests locking each subtree."""
         seen: set[int] = set()
         for n in self.nodes():
-            assert len(n.key) == len(n.blocks) * self.block_size and n.blocks, f"node {n.node_id} is not whole pages"
+            assert len(n.key) == len(n.blocks) * self.block_size and n.blocks, (
+                f"node {n.node_id} is not whole pages")
             assert n.up.children.get(self._page(n.key, 0)) is n, f"node {n.node_id} mis-keyed in its parent"
             assert n.lock_ref >= 0
             for i, b in enumerate(n.blocks):

@@ -52,7 +52,8 @@ class Scheduler:
         self.pool = pool
         self.log = log
         self.is_paged = cfg.policy == "paged"
-        self.allocator: PagedAllocator | ContiguousAllocator = PagedAllocator(pool) if self.is_paged else ContiguousAllocator(pool)
+        self.allocator: PagedAllocator | ContiguousAllocator = (PagedAllocator(pool) if self.is_paged
+                                                                else ContiguousAllocator(pool))
         self.radix = RadixCache(pool) if cfg.prefix_sharing else None
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []  # in admission order; the last is the newest
@@ -64,7 +65,8 @@ class Scheduler:
         return self.allocator
 
     def _contiguous(self) -> ContiguousAllocator:
-        assert isinstance(self.allocator, ContiguousAllocator), "a contiguous-policy operation on a paged pool"
+        assert isinstance(self.allocator, ContiguousAllocator), (
+            "a contiguous-policy operation on a paged pool")
         return self.allocator
 
     # -- admission -------------------------------------------------------------------------
@@ -103,7 +105,9 @@ class Scheduler:
         if not self.is_paged:
             reserve = req.reserve_blocks or self.cfg.reserve_blocks
             if n > reserve * bs:
-                why = f"{req.name}'s prompt needs {ceil_div(n, bs)} blocks but its reservation is only {reserve}"
+                why = (
+                    f"{req.name}'s prompt needs {ceil_div(n, bs)} blocks but its reservation is only "
+                    f"{reserve}")
                 return Admission(ok=False, reason=why, never=True)
             if reserve > self.pool.num_blocks:
                 why = f"{req.name} reserves {reserve} blocks but the pool has only {self.pool.num_blocks}"
@@ -133,7 +137,8 @@ class Scheduler:
             return Admission(ok=False, reason=why)
         self.pool.incref_all(matched)
         if matched:
-            self.log.emit("block_shared", req.request_id, matched, f"{req.name} reuses {len(matched)} cached blocks")
+            self.log.emit("block_shared", req.request_id, matched,
+                          f"{req.name} reuses {len(matched)} cached blocks")
         req.block_table = list(matched)
         self._paged().append_pages(req, need)
         req.num_computed = req.num_prefix_hit = len(matched) * bs
@@ -234,7 +239,8 @@ class Scheduler:
         holders: dict[int, int] = {}
         locks: dict[int, int] = {}
         for r in requests:
-            if r.status in (Status.REFUSED, Status.RELEASED) or (r.status is Status.WAITING and r not in self.running):
+            if r.status in (Status.REFUSED, Status.RELEASED) or (r.status is Status.WAITING
+                                                                 and r not in self.running):
                 assert not r.block_table, f"{r.name} is {r.status.value} but holds blocks"
             for b in r.block_table:
                 holders[b] = holders.get(b, 0) + 1
@@ -247,6 +253,7 @@ class Scheduler:
             self.radix.check_integrity(locks)
         self.pool.check_integrity(holders)
         self.allocator.check_integrity([r for r in requests if r.block_table])
-        assert {r.request_id for r in self.running} <= {r.request_id for r in requests if r.status is Status.RUNNING}
+        assert {r.request_id for r in self.running} <= {r.request_id for r in requests
+                                                        if r.status is Status.RUNNING}
         assert all(r.status is Status.RUNNING for r in self.running)
         assert all(r.status is Status.WAITING for r in self.waiting)

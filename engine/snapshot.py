@@ -18,7 +18,8 @@ from engine.util import ceil_div
 if TYPE_CHECKING:
     from engine.scheduler import Counters
 
-BlockState = Literal["free", "reserved", "tokens", "cached"]  # reserved = reserved-empty; cached = cached-idle
+# reserved = reserved-empty; cached = cached-idle
+BlockState = Literal["free", "reserved", "tokens", "cached"]
 BLOCK_STATES: tuple[BlockState, ...] = get_args(BlockState)
 
 
@@ -53,7 +54,8 @@ class Metrics:
     prefill_seconds: float = field(compare=False)
 
 
-def compute_metrics(pool: BlockPool, requests: list[Request], radix: RadixCache | None, counters: Counters) -> Metrics:
+def compute_metrics(pool: BlockPool, requests: list[Request], radix: RadixCache | None,
+                    counters: Counters) -> Metrics:
     bs = pool.block_size
     cached = radix.block_ids() if radix is not None else set()
     held = [b for b in range(pool.num_blocks) if pool.ref_count[b] > 0]

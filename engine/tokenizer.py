@@ -24,7 +24,8 @@ class ByteTokenizer:
         try:
             return list(text.encode("utf-8"))
         except UnicodeEncodeError as e:
-            raise ValueError(f"the prompt holds a character that is not valid Unicode at position {e.start}") from None
+            raise ValueError("the prompt holds a character that is not valid Unicode at position "
+                             f"{e.start}") from None
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of the bytes; a byte sequence cut mid-character shows U+FFFD for the cut part."""

@@ -47,10 +47,12 @@ def check_cache_pair(k_cache: torch.Tensor, v_cache: torch.Tensor) -> None:
     check_ndim("k_cache", k_cache, 4, layout)
     check_ndim("v_cache", v_cache, 4, layout)
     if k_cache.shape != v_cache.shape:
-        raise ValueError(f"k_cache and v_cache must have the same shape, got {tuple(k_cache.shape)} and {tuple(v_cache.shape)}")
+        raise ValueError(f"k_cache and v_cache must have the same shape, got {tuple(k_cache.shape)} and "
+                         f"{tuple(v_cache.shape)}")
     check_dtype("k_cache", k_cache, FLOAT_DTYPES)
     if v_cache.dtype != k_cache.dtype:
-        raise ValueError(f"k_cache and v_cache must have the same dtype, got {k_cache.dtype} and {v_cache.dtype}")
+        raise ValueError(f"k_cache and v_cache must have the same dtype, got {k_cache.dtype} and "
+                         f"{v_cache.dtype}")
     if min(k_cache.shape) < 1:
         raise ValueError(f"k_cache must have no empty dimension, got shape {tuple(k_cache.shape)}")
 
@@ -79,11 +81,13 @@ def check_attention_args(
     if num_heads % num_kv_heads != 0:
         raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})")
     if q.dtype != k_cache.dtype:
-        raise ValueError(f"q and the caches must have the same dtype, got q {q.dtype} and caches {k_cache.dtype}")
+        raise ValueError(f"q and the caches must have the same dtype, got q {q.dtype} and caches "
+                         f"{k_cache.dtype}")
     check_ndim("block_tables", block_tables, 2, "(num_seqs, max_pages)")
     num_seqs = block_tables.shape[0]
     if query_start is None and num_seqs != num_rows:
-        raise ValueError(f"block_tables must have one row per sequence ({num_rows}), got shape {tuple(block_tables.shape)}")
+        raise ValueError(f"block_tables must have one row per sequence ({num_rows}), got shape "
+                         f"{tuple(block_tables.shape)}")
     check_dtype("block_tables", block_tables, INDEX_DTYPES)
     if query_start is not None:
         check_shape("query_start", query_start, (num_seqs + 1,), "(num_seqs + 1,)")
@@ -113,7 +117,8 @@ def check_values_in_range(name: str, values: torch.Tensor, low: int, high: int) 
         raise ValueError(f"{name} has value {first} outside [{low}, {high})")
 
 
-def check_block_tables_cover(block_tables: torch.Tensor, seq_lens: torch.Tensor, block_size: int, num_blocks: int) -> None:
+def check_block_tables_cover(block_tables: torch.Tensor, seq_lens: torch.Tensor, block_size: int,
+                             num_blocks: int) -> None:
     """On CPU only: each sequence's used pages exist in block_tables and name real blocks."""
     if seq_lens.device.type != "cpu" or seq_lens.numel() == 0:
         return

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-SOURCES = tuple(Path(__file__).resolve().parent / "cpu" / name for name in ("paged_decode.c", "paged_extend.c"))
+SOURCES = tuple(Path(__file__).resolve().parent / "cpu" / name
+                for name in ("paged_decode.c", "paged_extend.c"))
 # Compiled, then linked apart: -ffast-math lets the loops marked `omp simd` vectorize (sums in another
 # order; expf as glibc's vector expf) but, given when linking, would also link crtfastmath.o, whose
 # start-up code would set the whole process's floats to flush denormals to zero (torch's too).
@@ -55,7 +56,8 @@ def _compiler() -> str | None:
 def _build(cc: str) -> Path:
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
     texts = [f"{p.name}\0{p.read_text()}" for p in SOURCES]
-    key = hashlib.sha256("\0".join([*texts, *COMPILE_FLAGS, *LINK_FLAGS, version, platform.machine(), _cpu_flags()]).encode())
+    key = hashlib.sha256("\0".join([*texts, *COMPILE_FLAGS, *LINK_FLAGS, version, platform.machine(),
+                                    _cpu_flags()]).encode())
     lib = cache_dir() / f"attention-{key.hexdigest()[:16]}.so"
     if lib.exists():
         return lib
@@ -64,7 +66,8 @@ def _build(cc: str) -> Path:
     with tempfile.TemporaryDirectory(dir=lib.parent) as tmp:
         objs = [str(Path(tmp) / f"{src.stem}.o") for src in SOURCES]
         so = Path(tmp) / "attention.so"
-        cmds = [[cc, *COMPILE_FLAGS, "-c", str(src), "-o", obj] for src, obj in zip(SOURCES, objs, strict=True)]
+        cmds = [[cc, *COMPILE_FLAGS, "-c", str(src), "-o", obj]
+                for src, obj in zip(SOURCES, objs, strict=True)]
         for cmd in [*cmds, [cc, *objs, "-o", str(so), *LINK_FLAGS]]:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
             if proc.returncode != 0:
@@ -95,8 +98,8 @@ def load() -> Library:
         return Library(None, None, f"the C kernel could not be built or loaded: {exc}")
     i64, ptr, f32 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_float
     decode, extend = lib.kvviz_paged_decode, lib.kvviz_paged_extend
-    # (q, k, v, block_tables, bt_stride, seq_lens, num_seqs, num_heads, num_kv_heads, head_dim, block_size, scale,
-    #  out, scratch)
+    # (q, k, v, block_tables, bt_stride, seq_lens, num_seqs, num_heads, num_kv_heads, head_dim, block_size,
+    #  scale, out, scratch)
     decode.argtypes = [ptr, ptr, ptr, ptr, i64, ptr, i64, i64, i64, i64, i64, f32, ptr, ptr]
     # (q, k, v, block_tables, bt_stride, query_start, seq_lens, num_seqs, num_heads, num_kv_heads, head_dim,
     #  block_size, scale, out, scores scratch, key rows scratch)

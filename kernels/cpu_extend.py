@@ -2,7 +2,8 @@
 
     from kernels import cpu_extend, cpu_native
     if cpu_native.available():                      # compiled (once per machine) and loaded
-        out = cpu_extend.paged_extend_attention(q, k_cache, v_cache, block_tables, query_start, seq_lens, scale)
+        out = cpu_extend.paged_extend_attention(q, k_cache, v_cache, block_tables, query_start, seq_lens,
+                                                scale)
 
 The same call, layouts and result as kernels/reference.py's `paged_extend_attention_ref` (to float
 rounding: the sums run in another order), without its gather and its padding: the reference copies
@@ -39,10 +40,13 @@ def _check(q: torch.Tensor, k_cache: torch.Tensor, block_tables: torch.Tensor, q
     num_blocks, block_size, num_kv_heads, head_dim = k_cache.shape
     num_rows, num_heads = q.shape[0], q.shape[1]
     if q.dim() != 3 or q.shape[2] != head_dim or num_heads % num_kv_heads:
-        raise ValueError(f"q must be (total_new, a multiple of {num_kv_heads} heads, {head_dim}), got {tuple(q.shape)}")
-    if block_tables.dim() != 2 or seq_lens.shape != (block_tables.shape[0],) or query_start.shape != (block_tables.shape[0] + 1,):
-        raise ValueError(f"block_tables must be (num_seqs, pages), seq_lens (num_seqs,) and query_start (num_seqs + 1,), got "
-                         f"{tuple(block_tables.shape)}, {tuple(seq_lens.shape)} and {tuple(query_start.shape)}")
+        raise ValueError(f"q must be (total_new, a multiple of {num_kv_heads} heads, {head_dim}), got "
+                         f"{tuple(q.shape)}")
+    if (block_tables.dim() != 2 or seq_lens.shape != (block_tables.shape[0],)
+        or query_start.shape != (block_tables.shape[0] + 1,)):
+        raise ValueError("block_tables must be (num_seqs, pages), seq_lens (num_seqs,) and query_start "
+                         f"(num_seqs + 1,), got {tuple(block_tables.shape)}, {tuple(seq_lens.shape)} and "
+                         f"{tuple(query_start.shape)}")
     tables = block_tables.to(torch.int32).contiguous()
     starts = query_start.to(torch.int32).contiguous()
     lens = seq_lens.to(torch.int32).contiguous()
@@ -51,7 +55,8 @@ def _check(q: torch.Tensor, k_cache: torch.Tensor, block_tables: torch.Tensor, q
         raise ValueError(f"query_start must rise from 0 to q's {num_rows} rows, got {starts.tolist()}")
     if bool((num_new > lens).any()) or int(lens.max()) > tables.shape[1] * block_size:
         raise ValueError(f"seq_lens must be at least each sequence's new tokens and at most "
-                         f"{tables.shape[1] * block_size} (the block tables' pages × block_size), got {lens.tolist()}")
+                         f"{tables.shape[1] * block_size} (the block tables' pages × block_size), got "
+                         f"{lens.tolist()}")
     pages = (int(lens.max()) + block_size - 1) // block_size
     used = tables[:, :pages][torch.arange(pages)[None, :] * block_size < lens[:, None].long()]
     if used.numel() and (int(used.min()) < 0 or int(used.max()) >= num_blocks):
@@ -62,7 +67,8 @@ def _check(q: torch.Tensor, k_cache: torch.Tensor, block_tables: torch.Tensor, q
 
 def _no_cached_prefix(query_start: torch.Tensor, seq_lens: torch.Tensor) -> bool:
     """Whether every sequence's new tokens are all its tokens (prompts' first prefills)."""
-    return query_start.shape == (seq_lens.shape[0] + 1,) and bool((query_start[1:] - query_start[:-1] == seq_lens).all())
+    return (query_start.shape == (seq_lens.shape[0] + 1,)
+            and bool((query_start[1:] - query_start[:-1] == seq_lens).all()))
 
 
 def paged_extend_attention(
@@ -92,7 +98,7 @@ def paged_extend_attention(
     scores = torch.empty(TILE * longest, dtype=torch.float32)
     rows = torch.empty(longest, dtype=torch.int64)  # where each key of a sequence lies in the pool
     assert fn is not None
-    fn(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), tables.data_ptr(), tables.shape[1], starts.data_ptr(),
-       lens.data_ptr(), lens.shape[0], q.shape[1], num_kv_heads, head_dim, block_size, scale, out.data_ptr(),
-       scores.data_ptr(), rows.data_ptr())
+    fn(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), tables.data_ptr(), tables.shape[1],
+       starts.data_ptr(), lens.data_ptr(), lens.shape[0], q.shape[1], num_kv_heads, head_dim, block_size,
+       scale, out.data_ptr(), scores.data_ptr(), rows.data_ptr())
     return out

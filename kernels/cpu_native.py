@@ -84,11 +84,13 @@ def paged_decode_attention(
               and q.device.type == k_cache.device.type == v_cache.device.type == "cpu"
               and k_cache.is_contiguous() and v_cache.is_contiguous() and k_cache.shape == v_cache.shape)
     if not c_able:
-        return reference.paged_decode_attention_ref(q, k_cache, v_cache, block_tables, seq_lens, scale, block_reads)
+        return reference.paged_decode_attention_ref(q, k_cache, v_cache, block_tables, seq_lens, scale,
+                                                    block_reads)
     num_blocks, block_size, num_kv_heads, head_dim = k_cache.shape
     num_seqs, num_heads = q.shape[0], q.shape[1]
     if q.shape != (num_seqs, num_heads, head_dim) or num_heads % num_kv_heads:
-        raise ValueError(f"q must be (num_seqs, a multiple of {num_kv_heads} heads, {head_dim}), got {tuple(q.shape)}")
+        raise ValueError(f"q must be (num_seqs, a multiple of {num_kv_heads} heads, {head_dim}), got "
+                         f"{tuple(q.shape)}")
     if plan is None or plan.block_size != block_size:
         plan = plan_decode(block_tables, seq_lens, block_size)
     if plan.seq_lens.shape[0] != num_seqs:
@@ -99,9 +101,9 @@ def paged_decode_attention(
     out = torch.empty_like(q)
     scratch = torch.empty(num_heads * plan.max_len, dtype=torch.float32)
     assert fn is not None
-    fn(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), plan.block_tables.data_ptr(), plan.block_tables.shape[1],
-       plan.seq_lens.data_ptr(), num_seqs, num_heads, num_kv_heads, head_dim, block_size, scale, out.data_ptr(),
-       scratch.data_ptr())
+    fn(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), plan.block_tables.data_ptr(),
+       plan.block_tables.shape[1], plan.seq_lens.data_ptr(), num_seqs, num_heads, num_kv_heads, head_dim,
+       block_size, scale, out.data_ptr(), scratch.data_ptr())
     if block_reads is not None:  # as the reference counts them: once per (sequence, KV head) reading a block
         used = plan.used_blocks
         block_reads.index_add_(0, used, torch.full_like(used, num_kv_heads, dtype=block_reads.dtype))

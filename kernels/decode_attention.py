@@ -76,7 +76,8 @@ def paged_decode_attention_kernel(  # type: ignore[no-untyped-def]
     for start in range(lo, hi, BLOCK_N):
         offs_n = start + tl.arange(0, BLOCK_N)
         mask_n = offs_n < hi
-        block = tl.load(bt_row_ptr + (offs_n // BLOCK_SIZE) * stride_bt_page, mask=mask_n, other=0).to(tl.int64)
+        block = tl.load(bt_row_ptr + (offs_n // BLOCK_SIZE) * stride_bt_page, mask=mask_n,
+                        other=0).to(tl.int64)
         offs_in_block = offs_n % BLOCK_SIZE
         if COUNT_READS:
             # One count per page: the token at the page's first slot stands for it.
@@ -114,7 +115,8 @@ def paged_decode_attention_kernel(  # type: ignore[no-untyped-def]
     tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=mask_g[:, None] & mask_d[None, :])
     if STORE_LSE:
         lse = tl.where(has_keys, m_i + tl.log2(l_safe), float("-inf"))  # log2-sum-exp2 of the split's scores
-        tl.store(lse_ptr + seq * stride_lse_seq + heads * stride_lse_head + split * stride_lse_split, lse, mask=mask_g)
+        tl.store(lse_ptr + seq * stride_lse_seq + heads * stride_lse_head + split * stride_lse_split, lse,
+                 mask=mask_g)
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -137,8 +139,9 @@ def merge_splits_kernel(  # type: ignore[no-untyped-def]
     lse = tl.load(lse_ptr + seq * stride_lse_seq + head * stride_lse_head + offs_s * stride_lse_split,
                   mask=mask_s, other=float("-inf"))  # (BLOCK_SPLITS,)
     weight = tl.exp2(lse - tl.max(lse, axis=0))
-    partial = tl.load(partial_ptr + seq * stride_p_seq + head * stride_p_head + offs_s[:, None] * stride_p_split
-                      + offs_d[None, :] * stride_p_dim, mask=mask_s[:, None] & mask_d[None, :], other=0.0)
+    partial = tl.load(partial_ptr + seq * stride_p_seq + head * stride_p_head
+                      + offs_s[:, None] * stride_p_split + offs_d[None, :] * stride_p_dim,
+                      mask=mask_s[:, None] & mask_d[None, :], other=0.0)
     out = tl.sum(weight[:, None] * partial, axis=0) / tl.sum(weight, axis=0)  # (BLOCK_D,)
     tl.store(out_ptr + seq * stride_o_seq + head * stride_o_head + offs_d * stride_o_dim,
              out.to(out_ptr.dtype.element_ty), mask=mask_d)

@@ -1,4 +1,5 @@
-"""Paged extend (prefill) attention over a packed varlen batch (Triton; reference: paged_extend_attention_ref).
+"""Paged extend (prefill) attention over a packed varlen batch (Triton; reference:
+paged_extend_attention_ref).
 
 Grid (num_seqs, num_heads, cdiv(max_new_tokens, BLOCK_M)). A program takes BLOCK_M new tokens of
 one sequence and one query head and runs a flash-attention loop over that sequence's keys in
@@ -49,8 +50,9 @@ def paged_extend_attention_kernel(  # type: ignore[no-untyped-def]
     key_end = tl.where(row_lo < num_new, seq_len - num_new + tl.minimum(row_lo + BLOCK_M, num_new), 0)
 
     q_rows = (q_lo + offs_m).to(tl.int64)
-    q = tl.load(q_ptr + q_rows[:, None] * stride_q_tok + head * stride_q_head + offs_d[None, :] * stride_q_dim,
-                mask=mask_m[:, None] & mask_d[None, :], other=0.0)  # (BLOCK_M, BLOCK_D)
+    # (BLOCK_M, BLOCK_D)
+    q = tl.load(q_ptr + q_rows[:, None] * stride_q_tok + head * stride_q_head
+                + offs_d[None, :] * stride_q_dim, mask=mask_m[:, None] & mask_d[None, :], other=0.0)
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
@@ -59,7 +61,8 @@ def paged_extend_attention_kernel(  # type: ignore[no-untyped-def]
     for start in range(0, key_end, BLOCK_N):
         offs_n = start + tl.arange(0, BLOCK_N)
         mask_n = offs_n < key_end
-        block = tl.load(bt_row_ptr + (offs_n // BLOCK_SIZE) * stride_bt_page, mask=mask_n, other=0).to(tl.int64)
+        block = tl.load(bt_row_ptr + (offs_n // BLOCK_SIZE) * stride_bt_page, mask=mask_n,
+                        other=0).to(tl.int64)
         offs_in_block = offs_n % BLOCK_SIZE
         kv_mask = mask_n[:, None] & mask_d[None, :]
         k = tl.load(k_cache_ptr + block[:, None] * stride_kc_block + offs_in_block[:, None] * stride_kc_slot
@@ -69,7 +72,8 @@ def paged_extend_attention_kernel(  # type: ignore[no-untyped-def]
                     + kv_head * stride_vc_head + offs_d[None, :] * stride_vc_dim,
                     mask=kv_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
 
-        scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale  # (BLOCK_M, BLOCK_N), log2 units
+        # (BLOCK_M, BLOCK_N), log2 units
+        scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
         visible = mask_n[None, :] & (offs_n[None, :] <= q_pos[:, None])
         scores = tl.where(visible, scores, float("-inf"))
         # Every valid row sees key 0 in the first tile, so m_new is finite from then on.
@@ -154,4 +158,5 @@ def _check_query_ranges(query_start: torch.Tensor, seq_lens: torch.Tensor, total
         raise ValueError("query_start must be non-decreasing")
     if bool((num_new > seq_lens.to(num_new.dtype)).any()):
         s = int(torch.nonzero(num_new > seq_lens.to(num_new.dtype))[0])
-        raise ValueError(f"sequence {s} has {int(num_new[s])} new tokens but seq_lens[{s}] = {int(seq_lens[s])}")
+        raise ValueError(f"sequence {s} has {int(num_new[s])} new tokens but seq_lens[{s}] = "
+                         f"{int(seq_lens[s])}")

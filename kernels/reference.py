@@ -43,7 +43,8 @@ def store_kv_ref(
     v_cache[blocks, offsets] = v.to(v_cache.dtype)
 
 
-def slot_mapping_ref(block_tables: torch.Tensor, seq_ids: torch.Tensor, positions: torch.Tensor, block_size: int) -> torch.Tensor:
+def slot_mapping_ref(block_tables: torch.Tensor, seq_ids: torch.Tensor, positions: torch.Tensor,
+                     block_size: int) -> torch.Tensor:
     """Slots of tokens given their sequence index and position. Returns (N,) int64."""
     pages = block_tables[seq_ids.long(), (positions // block_size).long()].long()
     return pages * block_size + (positions % block_size).long()
@@ -93,8 +94,11 @@ def paged_decode_attention_ref(
     plan = plan or plan_decode(block_tables, seq_lens, block_size)
     max_len = plan.num_pages * block_size
     # index_select copies whole blocks; k_cache[blocks] would copy element by element
-    k = k_cache.index_select(0, plan.blocks).view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()  # (S, KVH, L, D)
-    v = v_cache.index_select(0, plan.blocks).view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()
+    # (S, KVH, L, D)
+    k = (k_cache.index_select(0, plan.blocks).view(num_seqs, max_len, num_kv_heads, head_dim)
+         .transpose(1, 2).float())
+    v = (v_cache.index_select(0, plan.blocks).view(num_seqs, max_len, num_kv_heads, head_dim)
+         .transpose(1, 2).float())
     qg = q.float().reshape(num_seqs, num_kv_heads, group, head_dim)  # (S, KVH, G, D)
     out = F.scaled_dot_product_attention(qg, k, v, attn_mask=plan.mask, scale=scale)  # (S, KVH, G, D)
     out = out.reshape(num_seqs, num_heads, head_dim)
@@ -140,15 +144,19 @@ def paged_extend_attention_ref(
         for part in (fresh, ~fresh):
             seqs = part.nonzero()[:, 0]
             starts, ends = query_start[:-1][seqs].long(), query_start[1:][seqs].long()
-            rows = torch.cat([torch.arange(int(a), int(b), device=q.device) for a, b in zip(starts, ends, strict=True)])
+            rows = torch.cat([torch.arange(int(a), int(b), device=q.device)
+                              for a, b in zip(starts, ends, strict=True)])
             sub_start = F.pad((ends - starts).cumsum(0), (1, 0))
-            packed[rows] = paged_extend_attention_ref(q[rows], k_cache, v_cache, block_tables[seqs], sub_start,
-                                                      seq_lens[seqs], scale)
+            packed[rows] = paged_extend_attention_ref(q[rows], k_cache, v_cache, block_tables[seqs],
+                                                      sub_start, seq_lens[seqs], scale)
         return packed
     plan = plan_decode(block_tables, seq_lens, block_size)
     max_len = plan.num_pages * block_size
-    k = k_cache.index_select(0, plan.blocks).view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()  # (S, KVH, L, D)
-    v = v_cache.index_select(0, plan.blocks).view(num_seqs, max_len, num_kv_heads, head_dim).transpose(1, 2).float()
+    # (S, KVH, L, D)
+    k = (k_cache.index_select(0, plan.blocks).view(num_seqs, max_len, num_kv_heads, head_dim)
+         .transpose(1, 2).float())
+    v = (v_cache.index_select(0, plan.blocks).view(num_seqs, max_len, num_kv_heads, head_dim)
+         .transpose(1, 2).float())
     starts, lens = query_start.long().to(q.device), seq_lens.long().to(q.device)
     num_new = starts[1:] - starts[:-1]  # (S,)
     max_new = int(num_new.max())
@@ -159,8 +167,8 @@ def paged_extend_attention_ref(
         # No sequence has a cached prefix (a prompt's first prefill): query row j is at position j,
         # so "keys up to its own position" is SDPA's causal mask, with the grouped heads as they are.
         qh = q.float()[rows].transpose(1, 2)  # (S, H, Lq, D)
-        out = F.scaled_dot_product_attention(qh, k[:, :, :max_new], v[:, :, :max_new], is_causal=True, scale=scale,
-                                             enable_gqa=True)  # (S, H, Lq, D)
+        out = F.scaled_dot_product_attention(qh, k[:, :, :max_new], v[:, :, :max_new], is_causal=True,
+                                             scale=scale, enable_gqa=True)  # (S, H, Lq, D)
         packed = torch.empty(q.shape, dtype=q.dtype, device=q.device)
         packed[rows[real]] = out.transpose(1, 2)[real].to(q.dtype)
         return packed
@@ -170,9 +178,11 @@ def paged_extend_attention_ref(
     q_pos = (lens - num_new)[:, None] + offsets  # (S, Lq)
     hidden = torch.arange(max_len, device=q.device)[None, None, :] > q_pos[:, :, None]  # (S, Lq, L)
     mask = torch.zeros(hidden.shape, device=q.device).masked_fill_(hidden, float("-inf"))
-    mask = mask[:, None].expand(num_seqs, group, max_new, max_len).reshape(num_seqs, 1, group * max_new, max_len)
+    mask = mask[:, None].expand(num_seqs, group, max_new, max_len).reshape(num_seqs, 1, group * max_new,
+                                                                           max_len)
     out = F.scaled_dot_product_attention(qg, k, v, attn_mask=mask, scale=scale)  # (S, KVH, G * Lq, D)
-    out = out.view(num_seqs, num_kv_heads, group, max_new, head_dim).permute(0, 3, 1, 2, 4)  # (S, Lq, KVH, G, D)
+    # (S, Lq, KVH, G, D)
+    out = out.view(num_seqs, num_kv_heads, group, max_new, head_dim).permute(0, 3, 1, 2, 4)
     packed = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     packed[rows[real]] = out[real].reshape(-1, num_heads, head_dim).to(q.dtype)
     return packed

@@ -144,7 +144,9 @@ def check_prompt(text: str, max_chars: int = PROMPT_MAX_CHARS) -> str | None:
     if not text or not text.strip():
         return "Type a prompt first: the box is empty."
     if len(text) > max_chars:
-        return f"That prompt is {len(text)} characters; the limit here is {max_chars}. Shorten it and try again."
+        return (
+            f"That prompt is {len(text)} characters; the limit here is {max_chars}. Shorten it and try "
+            "again.")
     return None
 
 

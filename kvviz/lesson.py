@@ -34,9 +34,9 @@ VIEWPORT = "width=device-width, initial-scale=1"  # phones lay the page out at t
 
 # The page's icon, inline: a page that rewrites its address (the URL state) asks for none.
 ICON = ("data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E"
-        "%3Crect width='7' height='7' fill='%23E69F00'/%3E%3Crect x='9' width='7' height='7' fill='%2356B4E9'/%3E"
-        "%3Crect y='9' width='7' height='7' fill='%23009E73'/%3E%3Crect x='9' y='9' width='7' height='7' "
-        "fill='%23cccccc'/%3E%3C/svg%3E")
+        "%3Crect width='7' height='7' fill='%23E69F00'/%3E%3Crect x='9' width='7' height='7' "
+        "fill='%2356B4E9'/%3E%3Crect y='9' width='7' height='7' fill='%23009E73'/%3E%3Crect x='9' y='9' "
+        "width='7' height='7' fill='%23cccccc'/%3E%3C/svg%3E")
 
 
 # A node served alone (and a recorded page) has no template: Panel's base page, plus the viewport
@@ -50,27 +50,32 @@ def opening(heading: bool) -> list:
     """The lesson's frame before its nodes, on the live page and the played one alike: the title
     (`heading`: as the page's h1, where no template shows it), the short intro, the three ideas
     (the numbered navigation)."""
-    title = [pn.pane.HTML(f'<h1 class="kv-title">{html.escape(page_text.TITLE)}</h1>', sizing_mode="stretch_width",
-                          margin=(0, 10))] if heading else []
+    title = [pn.pane.HTML(f'<h1 class="kv-title">{html.escape(page_text.TITLE)}</h1>',
+                          sizing_mode="stretch_width", margin=(0, 10))] if heading else []
     return [*title,
-            pn.pane.Markdown(page_text.INTRO, sizing_mode="stretch_width", css_classes=["kv-prose", "kv-intro"]),
+            pn.pane.Markdown(page_text.INTRO, sizing_mode="stretch_width",
+                             css_classes=["kv-prose", "kv-intro"]),
             # (with no sidebar to hold them, the page shows them in a row on every screen)
-            Nav(items_html=NAV_HTML, sizing_mode="stretch_width", css_classes=["kv-nav-always"] if heading else [])]
+            Nav(items_html=NAV_HTML, sizing_mode="stretch_width",
+                css_classes=["kv-nav-always"] if heading else [])]
 
 
 def page_heading(key: str) -> pn.pane.HTML:
     """A page of one node: the lesson's title and the node's, as the page's h1 for assistive
     technology (the node's own heading shows it on screen)."""
     n = BY_KEY[key]
-    hidden = "position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;margin:0"
+    hidden = ("position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);"
+              "white-space:nowrap;margin:0")
     return pn.pane.HTML(f'<h1 style="{hidden}">{html.escape(page_text.TITLE)}: {html.escape(n.number)} · '
                         f'{html.escape(n.title)}</h1>', margin=0, height=0, width=0)
 
 
 def closing() -> list:
     """The lesson's frame after its nodes: the three ideas in short, and what to read next."""
-    return [pn.pane.Markdown(page_text.SUMMARY, sizing_mode="stretch_width", css_classes=["kv-prose", "kv-summary"]),
-            pn.pane.Markdown(page_text.NEXT, sizing_mode="stretch_width", css_classes=["kv-prose", "kv-next"])]
+    return [pn.pane.Markdown(page_text.SUMMARY, sizing_mode="stretch_width",
+                             css_classes=["kv-prose", "kv-summary"]),
+            pn.pane.Markdown(page_text.NEXT, sizing_mode="stretch_width",
+                             css_classes=["kv-prose", "kv-next"])]
 
 
 def link_notice_html(notices: list[str]) -> str:
@@ -88,7 +93,8 @@ def recording_html(line: str | None) -> str:
 
 
 class Lesson:
-    def __init__(self, args: dict[str, list] | None = None, recording: Callable[[], str | None] | None = None):
+    def __init__(self, args: dict[str, list] | None = None,
+                 recording: Callable[[], str | None] | None = None):
         """`args`: the page's query (its link's state). `recording`: what the server is recording,
         in a sentence (None when nothing: the recorded lesson is ready), shown at the top of the
         page and read again every 2 s until it is None (app.py hands it kvviz/export/cache_folder.py's)."""
@@ -125,7 +131,8 @@ class Lesson:
             return
         state = self.states[key]
         self.active = key
-        {"play": state.toggle_play, "step": state.step, "back": state.step_back, "reset": state.reset}[action]()
+        {"play": state.toggle_play, "step": state.step, "back": state.step_back,
+         "reset": state.reset}[action]()
 
     # -- views -----------------------------------------------------------------------------
     def view(self, key: str):
@@ -166,8 +173,8 @@ class Lesson:
 
     def node_page(self, key: str) -> pn.Column:
         """One node alone, no template chrome (for an iframe)."""
-        page = pn.Column(page_heading(key), self._notice_pane(), self.view(key), self.keyboard, ConnectionNotice(width=0, height=0, margin=0),
-                         sizing_mode="stretch_width",
+        page = pn.Column(page_heading(key), self._notice_pane(), self.view(key), self.keyboard,
+                         ConnectionNotice(width=0, height=0, margin=0), sizing_mode="stretch_width",
                          css_classes=["kv-embed"], margin=(8, 14))
         if pn.state.curdoc is not None:
             pn.state.curdoc.template = NODE_PAGE_TEMPLATE
@@ -184,8 +191,8 @@ class Lesson:
                               ConnectionNotice(width=0, height=0, margin=0),
                               sizing_mode="stretch_width"))
         template = pn.template.FastListTemplate(
-            title=page_text.TITLE, sidebar=[Nav(items_html=NAV_HTML, vertical=True, sizing_mode="stretch_width")],
-            main=main,
+            title=page_text.TITLE,
+            sidebar=[Nav(items_html=NAV_HTML, vertical=True, sizing_mode="stretch_width")], main=main,
             main_max_width="1280px", header_background="#1d3557", accent_base_color="#0072B2",
             sidebar_width=230, theme_toggle=False, font=SYSTEM_FONTS, meta_viewport=VIEWPORT,
             # No busy spinner: Panel drives every session's spinner from one process-wide busy flag,

@@ -76,7 +76,8 @@ def _check(key: object, recorded: bool) -> str:
     if not isinstance(key, str) or key not in keys:
         other = "" if recorded or key not in BY_KEY else f' ({key!r} has no live view: try recorded=True)'
         raise ValueError(f"kvviz.node: no {'recorded' if recorded else 'live'} node {key!r}{other}; "
-                         f"the {'recorded' if recorded else 'live'} nodes are {', '.join(repr(k) for k in keys)}")
+                         f"the {'recorded' if recorded else 'live'} nodes are "
+                         f"{', '.join(repr(k) for k in keys)}")
     return key
 
 
@@ -104,7 +105,8 @@ def live(key: str) -> pn.Column:
     lesson = Lesson({})
     # (with no outline: no back and continue links, whose pages a notebook does not hold)
     view = replace(BY_KEY[key], outline=()).new_view(lesson.states[key], handin=lesson.handin)
-    return pn.Column(view, sizing_mode="stretch_width", css_classes=["kv-embed", f"kv-notebook-{key}"], margin=(8, 14))
+    return pn.Column(view, sizing_mode="stretch_width", css_classes=["kv-embed", f"kv-notebook-{key}"],
+                     margin=(8, 14))
 
 
 # -- recorded --------------------------------------------------------------------------------
@@ -137,8 +139,8 @@ class Played:
     def _repr_html_(self) -> str:
         n = BY_KEY[self.key]
         title = f"{n.number} · {n.title} (recording)"
-        return (f'<iframe class="kvviz-node" data-node="{html.escape(self.key)}" title="{html.escape(title)}" '
-                f'style="width: 100%; height: {FRAME_HEIGHT}px; border: 0;" '
+        return (f'<iframe class="kvviz-node" data-node="{html.escape(self.key)}" '
+                f'title="{html.escape(title)}" style="width: 100%; height: {FRAME_HEIGHT}px; border: 0;" '
                 f'srcdoc="{html.escape(frame_document(self.page, title))}"></iframe>')
 
     def save(self, path: str | Path) -> Path:

@@ -8,8 +8,8 @@ block ids), so a state is named by its config and its operations. Three conseque
   only the read-only model) and replays from the latest one that is a prefix.
 * What an operation returns, whether work remains after it, and the snapshot it leaves are the
   same for every session that reaches that state: they are kept once per process (`MEMO`, a
-  bounded LRU, kvviz/timeline_memo.py) and shared. Forty students playing the same request compute it once; their
-  timelines record the operations and read the shared results.
+  bounded LRU, kvviz/timeline_memo.py) and shared. Forty students playing the same request compute it once;
+  their timelines record the operations and read the shared results.
 * So the engine itself runs only when needed: it is brought up to date (`engine`) only when an
   operation or a snapshot is not in the memo, and then from its own state or a checkpoint.
 
@@ -76,7 +76,8 @@ class Timeline:
     def clone(self) -> Timeline:
         """An independent copy (the engine cloned: only the model is shared)."""
         twin = Timeline.__new__(Timeline)
-        twin.config, twin.ops, twin._digest, twin._done = self.config, list(self.ops), self._digest, self._done
+        twin.config, twin.ops, twin._digest, twin._done = (self.config, list(self.ops), self._digest,
+                                                           self._done)
         twin._engine = self._engine.clone() if self._engine is not None else None
         twin._checkpoints = list(self._checkpoints)
         return twin
@@ -103,7 +104,8 @@ class Timeline:
     def _restore_longest_prefix(self) -> None:
         """Start the engine from the latest checkpoint that is a prefix of the operations (a new
         engine if none); drop checkpoints that are not prefixes."""
-        self._checkpoints = [(done, e) for done, e in self._checkpoints if tuple(self.ops[: len(done)]) == done]
+        self._checkpoints = [(done, e) for done, e in self._checkpoints
+                             if tuple(self.ops[: len(done)]) == done]
         if self._checkpoints:
             done, engine = self._checkpoints[-1]
             self._engine, self._done = engine.clone(), len(done)
@@ -134,7 +136,8 @@ class Timeline:
             result = self._run(op)
             if op.kind == "step" and not result:
                 return result  # nothing could run: the engine is unchanged, so nothing is recorded
-            known = Outcome(result, engine.has_unfinished(), engine.snapshot() if EAGER_SNAPSHOTS.get() else None)
+            known = Outcome(result, engine.has_unfinished(),
+                            engine.snapshot() if EAGER_SNAPSHOTS.get() else None)
             MEMO.put(key, known)
             self.ops.append(op)
             self._ran(self.ops)
@@ -211,7 +214,8 @@ class Timeline:
         that is behind the engine already, or more than it can run)."""
         done = self.trailing_steps
         if gap < done:
-            raise ValueError(f"the engine has already taken {done} steps since the last request, more than {gap}")
+            raise ValueError(f"the engine has already taken {done} steps since the last request, more than "
+                             f"{gap}")
         for _ in range(gap - done):
             if not self.step():
                 raise ValueError(f"the engine ran out of work before {gap} steps")

@@ -34,8 +34,9 @@ def fetch_all(routes: list, requests: list[tuple]) -> list:
         try:
             for method, path, headers, *rest in requests:
                 body = rest[0] if rest else (b"{}" if method == "POST" else None)
-                out.append(await client.fetch(HTTPRequest(f"http://127.0.0.1:{port}{path}", method=method, body=body,
-                                                          headers=headers, follow_redirects=False), raise_error=False))
+                out.append(await client.fetch(HTTPRequest(f"http://127.0.0.1:{port}{path}", method=method,
+                                                          body=body, headers=headers, follow_redirects=False),
+                                              raise_error=False))
         finally:
             client.close()
             server.stop()

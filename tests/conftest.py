@@ -145,7 +145,8 @@ class _LongestFirst:
         groups: dict[str, list] = {}  # group -> its tests, in the order collected
         for item in items:
             marker = item.get_closest_marker("xdist_group")
-            groups.setdefault(marker.kwargs.get("name", marker.args[0] if marker.args else ""), []).append(item)
+            groups.setdefault(marker.kwargs.get("name", marker.args[0] if marker.args else ""),
+                              []).append(item)
         rank = {g: i for i, g in enumerate(LONGEST_GROUPS)}
         order = sorted(groups, key=lambda g: (rank.get(g, len(rank)), -len(groups[g])))
         items[:] = [item for g in order for item in groups[g]]

@@ -106,13 +106,14 @@ def cluster() -> Cluster:
     """A new, started cluster; skips the test when PostgreSQL is not installed."""
     found = bindir()
     if found is None:
-        pytest.skip("PostgreSQL's server (initdb, pg_ctl) is not installed: `make postgres` installs Debian's "
-                    "postgresql (make test does), or: sudo apt-get install -y postgresql")
+        pytest.skip("PostgreSQL's server (initdb, pg_ctl) is not installed: `make postgres` installs "
+                    "Debian's postgresql (make test does), or: sudo apt-get install -y postgresql")
     if os.geteuid() == 0:
         try:
             pwd.getpwnam("postgres")
         except KeyError:
-            pytest.skip("PostgreSQL is installed but there is no `postgres` user to run it as (it refuses root)")
+            pytest.skip("PostgreSQL is installed but there is no `postgres` user to run it as (it refuses "
+                        "root)")
     made = Cluster(found).init()
     try:
         made.start()

@@ -53,7 +53,8 @@ class Server:
                "--address", self.address, "--allow-websocket-origin", f"localhost:{port}",
                "--allow-websocket-origin", f"{self.address}:{port}", "--num-procs", "1",
                "--static-dirs", "assets=./assets", "--plugins", "kvviz.serve.routes"]
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="kvviz-serve-", suffix=".log", delete=False)  # noqa: SIM115
+        self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115
+            "w+", prefix="kvviz-serve-", suffix=".log", delete=False)
         env = {**os.environ, **self.env} if self.env else None
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         host = "localhost" if self.address == "127.0.0.1" else self.address

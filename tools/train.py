@@ -176,7 +176,8 @@ def batch_loss(model: Transformer, windows: torch.Tensor) -> torch.Tensor:
 
 
 def consecutive_windows(data: torch.Tensor, context: int) -> torch.Tensor:
-    """All of `data` as consecutive windows of `context` bytes (plus each one's next byte). (N, context + 1)"""
+    """All of `data` as consecutive windows of `context` bytes (plus each one's next byte).
+    (N, context + 1)"""
     num = (len(data) - 1) // context
     return torch.stack([data[i * context : (i + 1) * context + 1] for i in range(num)]).long()
 
@@ -299,8 +300,10 @@ def train(cfg: TrainConfig, out: Path, command: str) -> dict[str, Any]:
         "final_val_loss_by_source": {s: round(v, 4) for s, v in val.items()},
         "corpus": _corpus_description(docs, split),
         "licence": {
-            "weights": "Derived from the corpus below; distributed under the project's terms (see assets/LICENSE-model.md).",
-            "pydoc": "CPython's pydoc_data.topics, Copyright Python Software Foundation, PSF License Agreement.",
+            "weights": "Derived from the corpus below; distributed under the project's terms (see "
+                       "assets/LICENSE-model.md).",
+            "pydoc": "CPython's pydoc_data.topics, Copyright Python Software Foundation, PSF License "
+                     "Agreement.",
             "notes": "tools/corpus/*.txt, written for this project, under the project's terms.",
         },
         "trained_with": {

@@ -53,10 +53,10 @@ def command(port: int, events: str, replay: str, model_dir: Path = MODEL_DIR, nu
                      "replay_endpoint": replay, "topic": ""}
     return [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
             "--served-model-name", MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
-            "--dtype", "float32", "--block-size", str(BLOCK_SIZE), "--num-gpu-blocks-override", str(num_blocks),
-            "--max-model-len", str(MAX_MODEL_LEN), "--enable-prefix-caching", "--enforce-eager",
-            "--enable-prompt-tokens-details", "--kv-events-config", json.dumps(events_config),
-            "--seed", "0", "--uvicorn-log-level", "warning"]
+            "--dtype", "float32", "--block-size", str(BLOCK_SIZE), "--num-gpu-blocks-override",
+            str(num_blocks), "--max-model-len", str(MAX_MODEL_LEN), "--enable-prefix-caching",
+            "--enforce-eager", "--enable-prompt-tokens-details", "--kv-events-config",
+            json.dumps(events_config), "--seed", "0", "--uvicorn-log-level", "warning"]
 
 
 def environment() -> dict[str, str]:
@@ -108,9 +108,10 @@ class VllmServer:
         self.log_path = self.dir / f"vllm-{self.port}.log"
         t0 = time.monotonic()
         with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen(command(self.port, self.events, self.replay, self.model_dir, self.num_blocks),
-                                         cwd=self.dir, env=environment(), stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(command(self.port, self.events, self.replay, self.model_dir,
+                                                 self.num_blocks),
+                                         cwd=self.dir, env=environment(), stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
         while not is_up(self.url):
             if self.proc.poll() is not None or time.monotonic() - t0 > START_TIMEOUT_S:
                 self.stop()

@@ -94,7 +94,8 @@ def for_platform(requirements: list[Requirement], platform: str) -> list[Require
 def supported_tags(platform: str) -> set[tags.Tag]:
     """The wheel tags CPython 3.11 installs on this platform."""
     platforms = PLATFORMS[platform]["platforms"]
-    return {*tags.cpython_tags(PYTHON, platforms=platforms), *tags.compatible_tags(PYTHON, "cp311", platforms)}
+    return {*tags.cpython_tags(PYTHON, platforms=platforms),
+            *tags.compatible_tags(PYTHON, "cp311", platforms)}
 
 
 def key(requirement: Requirement) -> str:
@@ -106,8 +107,8 @@ def _download(spec: str, platform: str, dest: Path) -> tuple[str | None, str]:
     """(the wheel's file name, or None; pip's last error line)."""
     before = set(dest.iterdir())
     cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-           "--python-version", "3.11", "-d", str(dest), *(f"--platform={p}" for p in PLATFORMS[platform]["platforms"]),
-           spec]
+           "--python-version", "3.11", "-d", str(dest),
+           *(f"--platform={p}" for p in PLATFORMS[platform]["platforms"]), spec]
     done = subprocess.run(cmd, capture_output=True, text=True)
     new = sorted(p.name for p in set(dest.iterdir()) - before if p.suffix == ".whl")
     errors = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
@@ -129,9 +130,11 @@ def _extra_requirements(wheel: Path, requirement: Requirement, platform: str) ->
 
 def record() -> dict[str, Any]:
     requirements = read_requirements(LESSON) + read_requirements(GPU)
-    pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True).stdout.split()
+    pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True,
+                         text=True).stdout.split()
     out: dict[str, Any] = {"made": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-                           "by": f"python -m tools.wheels (pip {pip[1] if len(pip) > 1 else '?'}, CPython 3.11 wheels)",
+                           "by": f"python -m tools.wheels (pip {pip[1] if len(pip) > 1 else '?'}, CPython "
+                                 "3.11 wheels)",
                            "requirements": sorted(key(r) for r in requirements), "platforms": {}}
     for platform in PLATFORMS:
         found: dict[str, Any] = {}
@@ -145,14 +148,16 @@ def record() -> dict[str, Any]:
                         extra_wheel, error = _download(str(dep), platform, dest)
                         wheels.append(extra_wheel or f"none: {dep}")
                 found[key(requirement)] = wheels or f"none: {error}"
-                print(f"{platform:15} {key(requirement):32} {', '.join(wheels) or 'NO WHEEL: ' + error}", flush=True)
+                print(f"{platform:15} {key(requirement):32} {', '.join(wheels) or 'NO WHEEL: ' + error}",
+                      flush=True)
         out["platforms"][platform] = found
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.wheels", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=RECORD, help=f"the record to write (default {RECORD.relative_to(ROOT)})")
+    parser.add_argument("--out", type=Path, default=RECORD,
+                        help=f"the record to write (default {RECORD.relative_to(ROOT)})")
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record(), indent=1) + "\n")

@@ -20,7 +20,8 @@ from kvviz.web.a11y import AccessibleNames
 from kvviz.web.live_html import LiveHTML
 
 CHOICE = "kv-predict-choice"  # a choice's button
-CHOSEN = "kv-chosen"  # ... the one locked in (kvviz.css draws it pressed; aria-pressed says so: kvviz/web/a11y.py)
+# ... the one locked in (kvviz.css draws it pressed; aria-pressed says so: kvviz/web/a11y.py)
+CHOSEN = "kv-chosen"
 
 
 def status_html(state: NodeState) -> str:
@@ -43,8 +44,8 @@ def status_html(state: NodeState) -> str:
 
 def shows_verdict(state: NodeState) -> bool:
     """Whether the panel shows a resolved prediction of this node beside the engine's outcome."""
-    return (state.verdict_shown and not state.prediction_note and state.predicted is None and bool(state.predictions)
-            and state.predictions[-1].node == state.key)
+    return (state.verdict_shown and not state.prediction_note and state.predicted is None
+            and bool(state.predictions) and state.predictions[-1].node == state.key)
 
 
 def question_html(state: NodeState) -> str:
@@ -58,7 +59,8 @@ class Prediction(pn.viewable.Viewer):
     """The prediction panel of a node's state."""
 
     state = param.ClassSelector(class_=NodeState)
-    after_verdict = param.Callable(default=None, doc="() -> what to show under a verdict (built once), or None")
+    after_verdict = param.Callable(default=None,
+                                   doc="() -> what to show under a verdict (built once), or None")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -67,7 +69,8 @@ class Prediction(pn.viewable.Viewer):
         choices = s.CHOICES if s.CHOICES is not None else first.choices
         if choices:  # one button per choice: a click commits
             self.entry = None
-            # (each names its choice in a class of its own: the played page finds it by that, kvviz/export/player.py)
+            # (each names its choice in a class of its own: the played page finds it by that,
+            # kvviz/export/player.py)
             buttons = [pn.widgets.Button(label=f"Predict: {c}", color="primary", variant="outline",
                                          css_classes=[CHOICE, f"{CHOICE}-{c}"]) for c in choices]
             for c, b in zip(choices, buttons, strict=True):
@@ -75,27 +78,30 @@ class Prediction(pn.viewable.Viewer):
             self.choices = dict(zip(choices, buttons, strict=True))
             widgets = buttons
         else:
-            self.entry = pn.widgets.TextInput(placeholder="a whole number", max_length=predict.MAX_DIGITS, width=190,
-                                              css_classes=["kv-predict-number"])
+            self.entry = pn.widgets.TextInput(placeholder="a whole number", max_length=predict.MAX_DIGITS,
+                                              width=190, css_classes=["kv-predict-number"])
             self.choices = {}
             self.entry.param.watch(lambda _e: self._lock(), "enter_pressed")
-            lock = pn.widgets.Button(label="Lock in my prediction", color="primary", variant="outline", align="end",
-                                     css_classes=["kv-predict-lock"])
+            lock = pn.widgets.Button(label="Lock in my prediction", color="primary", variant="outline",
+                                     align="end", css_classes=["kv-predict-lock"])
             lock.on_click(lambda _e: self._lock())
             widgets = [self.entry, lock]
         self.question = LiveHTML(question_html(s), sizing_mode="stretch_width", margin=(4, 10, 0, 10))
-        self.status = LiveHTML(status_html(s), sizing_mode="stretch_width", margin=(0, 10), css_classes=["kv-predict-status"])
+        self.status = LiveHTML(status_html(s), sizing_mode="stretch_width", margin=(0, 10),
+                               css_classes=["kv-predict-status"])
         self.controls = pn.FlexBox(*widgets, align_items="end", sizing_mode="stretch_width")
         self.after, self.below = None, None  # after_verdict(), and its place, once a verdict has shown
-        pressed = [AccessibleNames(pressed={CHOICE: CHOSEN})] if self.choices else []  # (aria-pressed on them)
-        self._layout = pn.Column(self.question, self.controls, self.status, *pressed, sizing_mode="stretch_width",
-                                 css_classes=["kv-predict"], margin=(4, 0))
+        # (aria-pressed on them)
+        pressed = [AccessibleNames(pressed={CHOICE: CHOSEN})] if self.choices else []
+        self._layout = pn.Column(self.question, self.controls, self.status, *pressed,
+                                 sizing_mode="stretch_width", css_classes=["kv-predict"], margin=(4, 0))
         s.param.watch(lambda *_e: self._render(),
                       ["version", "predicted", "predictions", "prediction_note", "verdict_shown"])
         self._render()
 
     def _lock(self, choice: str | None = None) -> None:
-        self.state.predict(choice if choice is not None else (self.entry.value_input or self.entry.value or ""))
+        self.state.predict(choice if choice is not None
+                           else (self.entry.value_input or self.entry.value or ""))
 
     def _render(self) -> None:
         s = self.state

@@ -34,7 +34,8 @@ def links_html(back: tuple[str, str, str] | None, onward: tuple[str, str, str] |
 
 class StepLinks(JSComponent):
     items_html = param.String(default="", doc="the links, from links_html()")
-    label = param.String(default="Back and continue", doc="the navigation's name (one per node: a page has several)")
+    label = param.String(default="Back and continue",
+                         doc="the navigation's name (one per node: a page has several)")
 
     _esm = _ESM
 

@@ -94,7 +94,8 @@ def notice_line(state: NodeState, at: str) -> LiveHTML:
 
 
 SHORTCUTS = ('<details class="kv-more kv-shortcuts"><summary>Keys</summary><kbd>space</kbd> play or pause · '
-             '<kbd>→</kbd> one step · <kbd>←</kbd> step back · <kbd>r</kbd> reset (not while typing)</details>')
+             '<kbd>→</kbd> one step · <kbd>←</kbd> step back · <kbd>r</kbd> reset (not while '
+             'typing)</details>')
 
 
 class Transport(pn.viewable.Viewer):
@@ -124,7 +125,8 @@ class Transport(pn.viewable.Viewer):
         for button, method in ((self.rewind, s.rewind), (self.back, s.step_back), (self.fwd, s.step),
                                (self.play, s.toggle_play)):
             button.on_click(act(method))
-            button.css_classes = ["kv-transport-button", f"kv-do-{method.__name__}"]  # (its id: kvviz/nodes/recipe.py)
+            # (its id: kvviz/nodes/recipe.py)
+            button.css_classes = ["kv-transport-button", f"kv-do-{method.__name__}"]
         self.speed = pn.widgets.Select(options=SPEEDS, value=PLAY_PERIOD_MS, width=190, margin=(5, 10),
                                        css_classes=["kv-speed"])
         self.speed.param.watch(lambda e: self.player.set_period(e.new), "value")

@@ -96,8 +96,12 @@ def reads_caption(snap: Snapshot, shown: bool) -> str:
             f"(red halo) for {len(readers)} request{'s' if len(readers) != 1 else ''}")
     if shared:
         most = max(len(who) for who in reads.values())
-        text += f"; {shared} of them held once and read by up to {most} requests, each through its own block table"
-    return f'<div class="kv-reads" role="status">{html.escape(text)}. Hover a block: who read it, through which page.</div>'
+        text += (
+            f"; {shared} of them held once and read by up to {most} requests, each through its own block "
+            "table")
+    return (
+        f'<div class="kv-reads" role="status">{html.escape(text)}. Hover a block: who read it, through which '
+        'page.</div>')
 
 
 @per_snapshot
@@ -136,12 +140,14 @@ class BlockStrip(pn.viewable.Viewer):
         super().__init__(**params)
         snap = value(self.snapshot)
         cells, bars, lines = (binary(d) for d in self._data())
-        self.cells, self.bars, self.lines = ColumnDataSource(cells), ColumnDataSource(bars), ColumnDataSource(lines)
+        self.cells, self.bars, self.lines = (ColumnDataSource(cells), ColumnDataSource(bars),
+                                             ColumnDataSource(lines))
         hover = HoverTool(tooltips=[
             ("block", "@block_id"), ("state", "@state"), ("owner(s)", "@owners"), ("logical page", "@page"),
             ("tokens", "@tokens"), ("ref count", "@ref_count"), ("text", "@text"),
         ] + ([("read in the last step by", "@reads")] if self.reads is not None else []))
-        rows, narrow_rows = ceil_div(len(snap.blocks), self.per_row), ceil_div(len(snap.blocks), NARROW_PER_ROW)
+        rows, narrow_rows = ceil_div(len(snap.blocks), self.per_row), ceil_div(len(snap.blocks),
+                                                                               NARROW_PER_ROW)
         fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
                      height=rows * ROW_PX + 10, x_range=(0, self.per_row), y_range=(rows, 0), tools=[hover],
                      toolbar_location=None, sizing_mode="stretch_width", min_border=4)

@@ -87,32 +87,37 @@ class BlockTree(pn.viewable.Viewer):
                      y_range=(0.5, -0.5), toolbar_location=None, sizing_mode="stretch_width", min_border=4,
                      tools=[HoverTool(tooltips=[("text", "@text"), ("block", "@sub"), ("", "@about")])])
         fig.outline_line_color = None
-        fig.add_glyph(self.edges, Segment(x0="x0", y0="y0", x1="x1", y1="y1", line_color="#333333", line_width=2))
+        fig.add_glyph(self.edges,
+                      Segment(x0="x0", y0="y0", x1="x1", y1="y1", line_color="#333333", line_width=2))
         box = fig.add_glyph(self.boxes, Rect(x="x", y="y", width=0.9, height=0.8, fill_color="fill",
                                              line_color="#222222", line_width=1.2))
         fig.hover.renderers = [box]
-        label = fig.add_glyph(self.boxes, Text(x="x", y="y", text="label", text_align="center", text_baseline="bottom",
+        label = fig.add_glyph(self.boxes,
+                              Text(x="x", y="y", text="label", text_align="center", text_baseline="bottom",
                                                text_font_size="11px", text_color="#111111", y_offset=-1))
-        sub = fig.add_glyph(self.boxes, Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
+        sub = fig.add_glyph(self.boxes,
+                            Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
                                              text_font_size="10px", text_color="#333333", y_offset=3))
         # (narrow: the short labels; the ranges and the height stay the tree's own; big: a projector's sizes)
         reflow(fig, [(label, ("text:label",)), (sub, ("text:sub",))], NARROW_PX, None, None,
-               [(label.glyph, "text_font_size", "11px", "18px"), (sub.glyph, "text_font_size", "10px", "18px")])
+               [(label.glyph, "text_font_size", "11px", "18px"),
+                (sub.glyph, "text_font_size", "10px", "18px")])
         fig.css_classes = [css_class]
         self.figure = fig
         self.note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         # (the title in HTML: it wraps on a phone instead of being cut off)
-        heading = pn.pane.HTML(f'<div class="kv-figure-title">{html.escape(title)}</div>', sizing_mode="stretch_width",
-                               margin=(6, 10, 0, 10))
+        heading = pn.pane.HTML(f'<div class="kv-figure-title">{html.escape(title)}</div>',
+                               sizing_mode="stretch_width", margin=(6, 10, 0, 10))
         self._layout = pn.Column(heading, self.note, pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
                                  sizing_mode="stretch_width")
         self.update([])
 
     def _padded(self, rows: list[TreeRow]) -> tuple[dict, dict, int, int]:
         boxes, edges, leaves, depth = layout(rows[: self.capacity])
-        blank = {"label": "", "sub": "", "label_n": "", "sub_n": "", "fill": "#ffffff", "text": "", "about": ""}
-        return (padded(boxes, self.capacity, ("x", "y"), blank), padded(edges, self.capacity, ("x0", "y0", "x1", "y1")),
-                leaves, depth)
+        blank = {"label": "", "sub": "", "label_n": "", "sub_n": "", "fill": "#ffffff", "text": "",
+                 "about": ""}
+        return (padded(boxes, self.capacity, ("x", "y"), blank),
+                padded(edges, self.capacity, ("x0", "y0", "x1", "y1")), leaves, depth)
 
     @staticmethod
     def _height(leaves: int) -> int:

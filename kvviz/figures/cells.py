@@ -140,13 +140,16 @@ def hatch_data(cells: dict) -> dict:
     patterns = cells["hatch"]
     n = len(patterns)
     if not n:
-        return {k: [] for k in ("colour", "alpha", "dash", *(c + s for s in LAYOUTS for c in ("x0", "y0", "x1", "y1")))}
+        return {k: []
+                for k in ("colour", "alpha", "dash",
+                          *(c + s for s in LAYOUTS for c in ("x0", "y0", "x1", "y1")))}
     diagonal = np.arange(HATCH_LINES) < DIAGONALS
     shown = np.where(diagonal[None, :], np.asarray([p == "/" for p in patterns])[:, None],
                      np.asarray([p == "." for p in patterns])[:, None])
     line = cells["line"]
     lines: dict[str, object] = {
-        "colour": [line[i] if shown[i, j] and diagonal[j] else "#333333" for i in range(n) for j in range(HATCH_LINES)],
+        "colour": [line[i] if shown[i, j] and diagonal[j] else "#333333" for i in range(n)
+                   for j in range(HATCH_LINES)],
         "alpha": np.where(shown, np.where(diagonal, 0.8, 0.6)[None, :], 0.0).ravel(),
         "dash": ["solid" if d else "dotted" for d in diagonal] * n,
     }
@@ -161,7 +164,8 @@ def hatch_data(cells: dict) -> dict:
     return lines
 
 
-def place(cells: dict, suffix: str, xs: list[float], ys: list[float], widths: list[float] | None = None) -> None:
+def place(cells: dict, suffix: str, xs: list[float], ys: list[float],
+          widths: list[float] | None = None) -> None:
     """Set one layout's positions of `cells`: centres and cell widths (default CELL_W); the
     read halo is a little wider than its cell."""
     widths = [CELL_W] * len(xs) if widths is None else widths
@@ -175,7 +179,8 @@ def bar_data(cells: dict, fractions: list[float]) -> dict:
     for suffix in LAYOUTS:
         xs, ys, ws = cells["x" + suffix], cells["y" + suffix], cells["cw" + suffix]
         bars["left" + suffix] = [x - 0.44 * w for x, w in zip(xs, ws, strict=True)]
-        bars["right" + suffix] = [x + 0.44 * w * (2 * f - 1) for x, w, f in zip(xs, ws, fractions, strict=True)]
+        bars["right" + suffix] = [x + 0.44 * w * (2 * f - 1)
+                                  for x, w, f in zip(xs, ws, fractions, strict=True)]
         bars["top" + suffix] = [y + 0.26 for y in ys]
         bars["bottom" + suffix] = [y + 0.36 for y in ys]
     return bars
@@ -189,14 +194,17 @@ def draw_cells(fig, cells, bars, lines, label_size: str = "12px") -> dict:
     halo = fig.add_glyph(cells, Rect(x="x", y="y", width="hw", height=CELL_H + 0.18,
                                      fill_color=READ_HALO, fill_alpha="read", line_color=None))
     cell = fig.add_glyph(cells, Rect(x="x", y="y", width="cw", height=CELL_H, fill_color="fill",
-                                     fill_alpha="alpha", line_color="line", line_width="lw", line_dash="dash"))
+                                     fill_alpha="alpha", line_color="line", line_width="lw",
+                                     line_dash="dash"))
     stripes = fig.add_glyph(lines, Segment(x0="x0", y0="y0", x1="x1", y1="y1", line_color="colour",
                                            line_alpha="alpha", line_dash="dash", line_width=1.5))
-    bar = fig.add_glyph(bars, Quad(left="left", right="right", top="top", bottom="bottom", fill_color="#222222",
+    bar = fig.add_glyph(bars,
+                        Quad(left="left", right="right", top="top", bottom="bottom", fill_color="#222222",
                                    fill_alpha=0.75, line_color=None))
     label = fig.add_glyph(cells, Text(x="x", y="y", text="label", text_align="center", text_baseline="middle",
                                       text_font_size=label_size, text_font_style="bold", text_color="ink",
                                       y_offset=-3))
     return {"halo": halo, "cell": cell, "stripes": stripes, "bar": bar, "label": label,
-            "props": {"halo": ("x", "y", "width:hw"), "cell": ("x", "y", "width:cw"), "stripes": ("x0", "y0", "x1", "y1"),
-                      "bar": ("left", "right", "top", "bottom"), "label": ("x", "y")}}
+            "props": {"halo": ("x", "y", "width:hw"), "cell": ("x", "y", "width:cw"),
+                      "stripes": ("x0", "y0", "x1", "y1"), "bar": ("left", "right", "top", "bottom"),
+                      "label": ("x", "y")}}

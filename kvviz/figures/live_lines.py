@@ -35,7 +35,8 @@ class LiveLines(pn.viewable.Viewer):
         fig.legend.background_fill_alpha = 0.6
         fonts = [(fig.legend[0], "label_text_font_size", "11px", "18px")]
         for axis in (*fig.xaxis, *fig.yaxis):
-            fonts += [(axis, "major_label_text_font_size", "11px", "18px"), (axis, "axis_label_text_font_size", "13px", "18px")]
+            fonts += [(axis, "major_label_text_font_size", "11px", "18px"),
+                      (axis, "axis_label_text_font_size", "13px", "18px")]
         reflow(fig, [], 0, None, None, fonts)  # (a projector's sizes)
         fig.css_classes = [css_class]
         self.figure = fig

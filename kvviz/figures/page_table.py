@@ -48,7 +48,8 @@ def _with_bars_and_stripes(cells: dict, fractions: list[float]) -> tuple[dict, d
 
 
 @per_snapshot
-def table_data(snap: Snapshot, name: str | None) -> tuple[tuple[dict, dict, dict], tuple[dict, dict, dict], dict]:
+def table_data(snap: Snapshot,
+               name: str | None) -> tuple[tuple[dict, dict, dict], tuple[dict, dict, dict], dict]:
     """(cells, bars, stripes) of the pages and of the physical blocks, and the links, of request
     `name` (pure)."""
     req = next((r for r in snap.requests if r.name == name), None)
@@ -59,7 +60,8 @@ def table_data(snap: Snapshot, name: str | None) -> tuple[tuple[dict, dict, dict
         row["read"] = 0.0
     blocks = {k: [r[k] for r in looks] for k in looks[0]}
     blocks["info"] = [f"physical block {b}: {r['state']} ({r['owners']})"
-                      + (f" = page {table.index(b)} of {name}" if b in table else "") for b, r in enumerate(looks)]
+                      + (f" = page {table.index(b)} of {name}" if b in table else "")
+                      for b, r in enumerate(looks)]
     for suffix, per_row in zip(LAYOUTS, (PER_ROW, NARROW_PER_ROW), strict=True):
         place(blocks, suffix, *zip(*(block_xy(b, per_row) for b in range(n)), strict=True))
     pages = {k: [looks[b][k] for b in table] for k in LOOK}
@@ -132,7 +134,8 @@ class PageTable(pn.viewable.Viewer):
         fig.hover.renderers = hovered
         rows = ColumnDataSource({"x": [0.1, 0.1], "y": [PAGE_Y - 0.5, BLOCK_Y - 0.55],
                                  "text": ["logical pages", "physical blocks"]})
-        heads = fig.add_glyph(rows, Text(x="x", y="y", text="text", text_font_size="12px", text_color="#555555",
+        heads = fig.add_glyph(rows,
+                              Text(x="x", y="y", text="text", text_font_size="12px", text_color="#555555",
                                          text_baseline="bottom"))
         fonts.append((heads.glyph, "text_font_size", "12px", "18px"))
         reflow(fig, switched, max(NARROW_PX, PER_ROW * MIN_CELL_PX), wide, _frame(NARROW_PER_ROW, n), fonts)

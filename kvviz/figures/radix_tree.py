@@ -2,8 +2,8 @@
 
 Each node is labelled with an excerpt of its text cut to its box (Bokeh text glyphs: plain text,
 never HTML; what follows the words its siblings share, where those would fill the box), its blocks
-and its lock count (explained in a line under the title), and coloured as its blocks are in the strip: one request's own
-branch in that request's colour, a part several requests share in the strip's shared grey.
+and its lock count (explained in a line under the title), and coloured as its blocks are in the strip: one
+request's own branch in that request's colour, a part several requests share in the strip's shared grey.
 Unlocked nodes (lock 0, used by no live request) are idle cache, drawn dashed and light: those
 are what eviction removes first.
 """
@@ -25,7 +25,8 @@ from kvviz.web.refs import Ref, value, watch
 from kvviz.web.sources import assign, binary, padded
 
 ROW_PX = 64
-NARROW_PX = 900  # a figure narrower than this draws the short labels: the long ones would spill out of the boxes
+# a figure narrower than this draws the short labels: the long ones would spill out of the boxes
+NARROW_PX = 900
 # A label is cut to its box: the box's width in pixels at the narrowest figure of each layout (the
 # wide one from NARROW_PX; a phone's ~330 px), over a character's width at the label's font size
 # (12 px; 0.6 em, a wide estimate for a proportional font). The hover has the whole text.
@@ -140,17 +141,22 @@ class RadixTreeFigure(pn.viewable.Viewer):
         nodes, edges, rows = source_data(value(self.snapshot))
         self.nodes, self.edges = ColumnDataSource(binary(nodes)), ColumnDataSource(binary(edges))
         fig = figure(x_axis_type=None, y_axis_type=None,  # (no axes, no grid)
-                     height=self._height(rows), x_range=(-0.5, self._x_end(nodes)), y_range=(rows - 0.5, -0.5),
-                     toolbar_location=None, sizing_mode="stretch_width", min_border=4,
-                     tools=[HoverTool(tooltips=[("text", "@text"), ("blocks", "@blocks"), ("lock", "@lock")])])
+                     height=self._height(rows), x_range=(-0.5, self._x_end(nodes)),
+                     y_range=(rows - 0.5, -0.5), toolbar_location=None, sizing_mode="stretch_width",
+                     min_border=4,
+                     tools=[HoverTool(tooltips=[("text", "@text"), ("blocks", "@blocks"),
+                                                ("lock", "@lock")])])
         fig.outline_line_color = None
-        fig.add_glyph(self.edges, Segment(x0="x0", y0="y0", x1="x1", y1="y1", line_color="#333333", line_width=2))
+        fig.add_glyph(self.edges,
+                      Segment(x0="x0", y0="y0", x1="x1", y1="y1", line_color="#333333", line_width=2))
         box = fig.add_glyph(self.nodes, Rect(x="x", y="y", width=0.84, height=0.78, fill_color="fill",
                                              line_color="#222222", line_dash="dash", line_width=1.5))
         fig.hover.renderers = [box]
-        label = fig.add_glyph(self.nodes, Text(x="x", y="y", text="label", text_align="center", text_baseline="bottom",
+        label = fig.add_glyph(self.nodes,
+                              Text(x="x", y="y", text="label", text_align="center", text_baseline="bottom",
                                                text_font_size="12px", text_color="ink", y_offset=-1))
-        sub = fig.add_glyph(self.nodes, Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
+        sub = fig.add_glyph(self.nodes,
+                            Text(x="x", y="y", text="sub", text_align="center", text_baseline="top",
                                              text_font_size="11px", text_color="ink", y_offset=3))
         # (narrow: the short labels; the ranges and the height stay the tree's own)
         reflow(fig, [(label, ("text:label",)), (sub, ("text:sub",))], NARROW_PX, None, None,
@@ -178,7 +184,8 @@ class RadixTreeFigure(pn.viewable.Viewer):
 
     @staticmethod
     def _x_end(nodes: dict) -> float:
-        """One column per level of the tree (at least root, trunk and branches): boxes as wide as they can be."""
+        """One column per level of the tree (at least root, trunk and branches): boxes as wide as they can
+        be."""
         return max(2.5, max((x for x in nodes["x"] if x == x), default=0.0) + 0.5)  # (NaN rows are padding)
 
     @staticmethod

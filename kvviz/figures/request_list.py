@@ -77,7 +77,8 @@ def shown_text(r) -> str:
     # (the model never ends a reply itself: a finished one was stopped by its token budget or slab)
     more = '<span class="kv-more" title="stopped by the engine, not ended by the model">…</span>' \
         if r.status == "finished" else ""
-    return f'<span class="kv-prompt">{e(shown[:cut])}</span><span class="kv-gen">{e(shown[cut:])}</span>{more}'
+    return (
+        f'<span class="kv-prompt">{e(shown[:cut])}</span><span class="kv-gen">{e(shown[cut:])}</span>{more}')
 
 
 def requests_html(snap: Snapshot, node: str, pool: str, also: Snapshot | None = None, also_pool: str = "",
@@ -91,8 +92,9 @@ def requests_html(snap: Snapshot, node: str, pool: str, also: Snapshot | None = 
             "<td></td>" if also is not None else "")
         rows.append(
             f'<tr data-request="{e(r.name)}" data-status="{e(r.status)}">'
-            f'<td><span class="kv-chip" style="background:{colour};color:{ink_on(colour)}">{e(r.name)}</span></td>'
-            f'{other}<td class="kv-status">{status_html(snap, r)}</td><td class="kv-text">{shown_text(r)}</td></tr>'
+            f'<td><span class="kv-chip" style="background:{colour};color:{ink_on(colour)}">{e(r.name)}</span>'
+            f'</td>{other}<td class="kv-status">{status_html(snap, r)}</td>'
+            f'<td class="kv-text">{shown_text(r)}</td></tr>'
         )
     lines = (why_lines(also, also_pool) if also is not None else []) + why_lines(snap, pool if also else "")
     why_block = (f'<ul class="kv-why" role="status">{"".join(f"<li>{e(w)}</li>" for w in lines)}</ul>'
@@ -117,7 +119,8 @@ def headline_html(snap: Snapshot) -> str:
                 f'{html.escape(r.reason)}</div>')
     every = "All " if len(refused) == len(snap.requests) else ""
     return (f'<div class="kv-headline kv-why" role="status"><b>{every}{len(refused)} requests refused '
-            f'({html.escape(_names(refused))}).</b> The latest, {html.escape(r.name)}: {html.escape(r.reason)}</div>')
+            f'({html.escape(_names(refused))}).</b> The latest, {html.escape(r.name)}: '
+            f'{html.escape(r.reason)}</div>')
 
 
 class RequestList(pn.viewable.Viewer):
@@ -150,7 +153,8 @@ class Headline(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._pane = LiveHTML(headline_html(value(self.snapshot)), sizing_mode="stretch_width", margin=(4, 10))
+        self._pane = LiveHTML(headline_html(value(self.snapshot)), sizing_mode="stretch_width",
+                              margin=(4, 10))
         watch(self.snapshot, lambda _e: setattr(self._pane, "object", headline_html(value(self.snapshot))))
 
     def __panel__(self):

@@ -30,22 +30,27 @@ ANON = {False: "Anonymise names (for the projector)", True: "Show the names"}
 
 class ClassControls(pn.viewable.Viewer):
     store = param.ClassSelector(class_=Store, doc="the class database")
-    outline = param.Parameter(default=(), doc="every node's (key, number, title), in page order (the registry's)")
-    anonymous = param.Boolean(default=False, doc="the roster names each student 'Student N' (for the projector)")
+    outline = param.Parameter(default=(),
+                              doc="every node's (key, number, title), in page order (the registry's)")
+    anonymous = param.Boolean(default=False,
+                              doc="the roster names each student 'Student N' (for the projector)")
 
     def __init__(self, **params):
         super().__init__(**params)
         self.state = ClassState()
         nodes = {f"{num} · {title}": key for key, num, title in self.outline}
-        self.pause = pn.widgets.Button(label=PAUSE[False], color="warning", css_classes=["kv-c-pause", "kv-t-big"],
-                                       sizing_mode="stretch_width", max_width=360)
+        self.pause = pn.widgets.Button(label=PAUSE[False], color="warning",
+                                       css_classes=["kv-c-pause", "kv-t-big"], sizing_mode="stretch_width",
+                                       max_width=360)
         self.pace = pn.widgets.Select(label="Students may go up to", options={ALL: "", **nodes}, value="",
                                       css_classes=["kv-c-pace", "kv-t-big"], sizing_mode="stretch_width",
                                       max_width=360)
-        self.follow_node = pn.widgets.Select(label="Bring everyone to", options=nodes, css_classes=["kv-c-node", "kv-t-big"],
+        self.follow_node = pn.widgets.Select(label="Bring everyone to", options=nodes,
+                                             css_classes=["kv-c-node", "kv-t-big"],
                                              sizing_mode="stretch_width", max_width=360)
         self.follow_link = pn.widgets.TextInput(label="At the state of this link (optional)",
-                                                placeholder="paste the lesson's address, e.g. …/lesson/?sharing=0",
+                                                placeholder="paste the lesson's address, e.g. "
+                                                            "…/lesson/?sharing=0",
                                                 css_classes=["kv-c-link", "kv-t-big"],
                                                 sizing_mode="stretch_width", max_width=480)
         self.follow = pn.widgets.Button(label="Follow me: bring everyone there", color="primary",
@@ -55,9 +60,11 @@ class ClassControls(pn.viewable.Viewer):
         self.said = LiveHTML(status_html(), sizing_mode="stretch_width")
         self.roster = LiveHTML("", sizing_mode="stretch_width")
         self.pause.on_click(lambda _e: self.give("resume" if self.state.paused else "pause"))
-        self.pace.param.watch(lambda e: None if e.new == self.state.pace else self.give("pace", node=e.new), "value")
+        self.pace.param.watch(lambda e: None if e.new == self.state.pace
+                              else self.give("pace", node=e.new), "value")
         self.follow.on_click(lambda _e: self.give("follow", node=self.follow_node.value or "",
-                                                  query=self.follow_link.value_input or self.follow_link.value or ""))
+                                                  query=self.follow_link.value_input or self.follow_link.value
+                                                  or ""))
         self.anon.on_click(lambda _e: setattr(self, "anonymous", not self.anonymous))
         self.param.watch(lambda _e: self._anonymised(), "anonymous")
         self._roster_html = ""
@@ -77,13 +84,15 @@ class ClassControls(pn.viewable.Viewer):
             return False
         except StoreError:
             log.exception("a teacher's command")
-            self.said.object = status_html("The class database cannot be written just now: try again.", "error")
+            self.said.object = status_html("The class database cannot be written just now: try again.",
+                                           "error")
             return False
         number = {key: num for key, num, _t in self.outline}
         self.said.object = status_html({
             "pause": "The class is paused: every student's page says “Eyes on the teacher”.",
             "resume": "The class runs again.",
-            "pace": f"Students may go up to node {number.get(node, '')}." if node else "Students may go anywhere.",
+            "pace": f"Students may go up to node {number.get(node, '')}." if node
+                else "Students may go anywhere.",
             "follow": f"Every student's page is brought to node {number.get(node, '')}"
                       f"{' at that state' if query else ''}.",
         }[name], "ok")

@@ -66,7 +66,8 @@ def _read(body: bytes, cap: int):
         return 400, "That could not be read."
 
 
-def report(body: bytes, nodes: tuple[str, ...], store: Store | None = None, clock=time.monotonic) -> tuple[int, dict]:
+def report(body: bytes, nodes: tuple[str, ...], store: Store | None = None,
+           clock=time.monotonic) -> tuple[int, dict]:
     """(HTTP status, JSON answer) for a student page's report."""
     status, data = _read(body, MAX_REPORT)
     if status != 200:
@@ -169,7 +170,8 @@ def command(body: bytes, authorization: str, peer: str, nodes: tuple[str, ...],
     if status_ != 200 or not isinstance(data, dict):
         return status_ if status_ != 200 else 400, {"ok": False, "message": "That command could not be read."}
     try:
-        state = class_state.command(store, nodes, data.get("command"), _text(data.get("node")), _text(data.get("query")))
+        state = class_state.command(store, nodes, data.get("command"), _text(data.get("node")),
+                                    _text(data.get("query")))
     except ValueError as e:
         return 400, {"ok": False, "message": str(e)}
     except StoreError:

@@ -122,7 +122,8 @@ def follow_query(text) -> str:
     text = text.strip()
     query = text[text.index("?"):] if "?" in text else ("?" + text if text else "")
     if len(query) > MAX_FOLLOW_QUERY or not QUERY.fullmatch(query):
-        raise ValueError("That is not a link to a state of the lesson: copy it from the lesson's address bar.")
+        raise ValueError("That is not a link to a state of the lesson: copy it from the lesson's address "
+                         "bar.")
     return query
 
 
@@ -130,4 +131,5 @@ def browser_config(report: str, status: str, outline: tuple[tuple[str, str, str]
     """What the played page's classroom.js is handed: where to report and poll, how often, the
     caps it keeps to, the nodes' numbers, and the sentences it shows."""
     return {"report": report, "status": status, "poll_ms": POLL_MS, "heartbeat_s": HEARTBEAT_S,
-            "max_name": MAX_NAME, "max_query": MAX_FOLLOW_QUERY, "numbers": {key: number for key, number, _title in outline}, "say": SAY}
+            "max_name": MAX_NAME, "max_query": MAX_FOLLOW_QUERY,
+            "numbers": {key: number for key, number, _title in outline}, "say": SAY}

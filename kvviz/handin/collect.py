@@ -34,8 +34,9 @@ def checks(explain) -> list[HandInCheck]:
     `ResolvedPrediction`)."""
     responses = getattr(explain, "responses", None) or {}
     feedback = getattr(explain, "feedback", None) or {}
-    return [HandInCheck.make(key=str(key), question=entry.question, typed=entry.predicted, outcome=entry.outcome,
-                             feedback=str(feedback.get(key, "")), right=entry.right is True)
+    return [HandInCheck.make(key=str(key), question=entry.question, typed=entry.predicted,
+                             outcome=entry.outcome, feedback=str(feedback.get(key, "")),
+                             right=entry.right is True)
             for key, entry in responses.items() if isinstance(entry, ResolvedPrediction)]
 
 

@@ -62,7 +62,8 @@ def hand_in(body: bytes) -> tuple[int, dict]:
         stored = shared().save(h)
     except StoreError:
         log.exception("saving a hand-in")
-        return 503, {"ok": False, "message": "Your hand-in could not be saved just now: try again in a moment."}
+        return 503, {"ok": False,
+                     "message": "Your hand-in could not be saved just now: try again in a moment."}
     except ValueError as e:  # (the class is full)
         return 409, {"ok": False, "message": str(e)}
     return 200, {"ok": True, "message": confirmation(stored)}

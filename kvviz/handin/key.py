@@ -68,19 +68,22 @@ class Attempts:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Print the teacher page's passphrase (creating it if needed).")
     p.add_argument("--db", help="the class database (default: KVVIZ_DB, else ./kvviz-class.db)")
-    p.add_argument("--url", default="http://localhost:5006/teacher", help="the teacher page's address, to print")
+    p.add_argument("--url", default="http://localhost:5006/teacher",
+                   help="the teacher page's address, to print")
     p.add_argument("--new", action="store_true", help="replace the stored passphrase with a new one")
     args = p.parse_args(argv)
     try:
         store = Store(args.db or db_path())
         store.revision()  # (reached, and its tables made, before anything is printed)
         if from_env():
-            print(f"Teacher page: {args.url} (passphrase: the one in {ENV}). Hand-ins: {store.where}", flush=True)
+            print(f"Teacher page: {args.url} (passphrase: the one in {ENV}). Hand-ins: {store.where}",
+                  flush=True)
             return 0
         key = store.meta("teacher_key", generate, replace=args.new)
     except StoreError as e:
         print(f"Teacher page: {args.url}, but {e}. Hand-ins cannot be stored until it can be reached "
-              "(KVVIZ_DB: a file path, or postgresql://USER:PASSWORD@HOST:5432/DATABASE).", file=sys.stderr, flush=True)
+              "(KVVIZ_DB: a file path, or postgresql://USER:PASSWORD@HOST:5432/DATABASE).", file=sys.stderr,
+              flush=True)
         return 1
     print(f"Teacher page: {args.url}  passphrase: {key}  (stored in {store.where}; "
           f"`python -m kvviz.handin.key --new` changes it, {ENV} sets your own)", flush=True)

@@ -253,6 +253,8 @@ class RateLimit:
         if self.count >= self.most:
             return f"You have handed in {self.count} times from this page: reload it to hand in again."
         if self.last is not None and now - self.last < self.gap_s:
-            return f"Handed in a moment ago: wait {max(1, round(self.gap_s - (now - self.last)))} s and try again."
+            return (
+                f"Handed in a moment ago: wait {max(1, round(self.gap_s - (now - self.last)))} s and try "
+                "again.")
         self.count, self.last = self.count + 1, now
         return None

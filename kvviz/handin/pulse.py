@@ -35,7 +35,8 @@ class Pulse:
     question: str
     students: int = 0
     bars: list[Bar] = field(default_factory=list)
-    outcomes: list[tuple[str, int]] = field(default_factory=list)  # (the engine's outcome, students), if revealed
+    # (the engine's outcome, students), if revealed
+    outcomes: list[tuple[str, int]] = field(default_factory=list)
     revealed: bool = False
 
     def sentence(self) -> str:
@@ -62,7 +63,8 @@ def _number(text: str) -> float | None:
 
 def _order(values: list[str]) -> list[str]:
     """Numbers ascending, then the other values alphabetically."""
-    return sorted(values, key=lambda v: (0, _number(v), v) if _number(v) is not None else (1, 0, v.casefold()))
+    return sorted(values,
+                  key=lambda v: (0, _number(v), v) if _number(v) is not None else (1, 0, v.casefold()))
 
 
 def _items(h: HandIn):

@@ -46,6 +46,8 @@ def pulse_html(pulses: list[Pulse], reveal: bool) -> str:
             f'<p role="status">{e(state)}</p></div>')
     if not pulses:
         return (f'<section class="kv-p" aria-label="Class pulse">{head}<p class="kv-t-empty">No predictions '
-                'handed in yet: each question gets a chart here as students predict and hand in.</p></section>')
+                'handed in yet: each question gets a chart here as students predict and hand '
+                'in.</p></section>')
     body = "".join(question_html(p, i) for i, p in enumerate(pulses, 1))
-    return f'<section class="kv-p" aria-label="Class pulse">{head}<div class="kv-p-grid">{body}</div></section>'
+    return (
+        f'<section class="kv-p" aria-label="Class pulse">{head}<div class="kv-p-grid">{body}</div></section>')

@@ -38,7 +38,8 @@ def _norm(text: str) -> str:
 
 def summarise(handins: list[HandIn], question: str = "") -> list[Question]:
     """The written answer first, then each self-check and each prediction, in first-seen order."""
-    out = [Question("answer", question or "The written answer", answered=sum(bool(h.answer) for h in handins))]
+    out = [Question("answer", question or "The written answer",
+                    answered=sum(bool(h.answer) for h in handins))]
     groups: dict[tuple, Question] = {}
     wrong: dict[tuple, Counter] = {}
     shown: dict[tuple, dict[str, str]] = {}

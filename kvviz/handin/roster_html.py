@@ -43,13 +43,14 @@ def roster_html(seen: list[Seen], outline: Outline, now: float, anonymous: bool)
         f'<li class="kv-r-count" data-node="{e(key)}"><span class="kv-r-num">{e(num)}</span> {e(title)}: '
         f'<b>{counts(seen, outline)[key]}</b></li>' for key, num, title in outline)
     opening = counts(seen, outline)[""]
-    chips = f'<li class="kv-r-count" data-node=""><span class="kv-r-num">·</span> Opening: <b>{opening}</b></li>{chips}'
+    chips = (f'<li class="kv-r-count" data-node=""><span class="kv-r-num">·</span> Opening: <b>{opening}</b>'
+             f'</li>{chips}')
     head = (f'<div class="kv-r-head"><h2>Live roster</h2><p class="kv-r-total" role="status"><b>{n}</b> '
             f'student{"s" if n != 1 else ""} on the lesson{away}</p><ul class="kv-r-counts">{chips}</ul>'
             '<p class="kv-r-legend">● where the student is now · ✓ prediction made there</p></div>')
     if not seen:
-        return (f'<section class="kv-r" aria-label="Live roster">{head}<p class="kv-t-empty">No student has opened '
-                'the lesson yet: each appears here within a few seconds of opening it.</p></section>')
+        return (f'<section class="kv-r" aria-label="Live roster">{head}<p class="kv-t-empty">No student has '
+                'opened the lesson yet: each appears here within a few seconds of opening it.</p></section>')
     order = {key: i for i, (key, _n, _t) in enumerate(outline)}
     places = sorted(enumerate(seen, 1), key=lambda p: (order.get(p[1].node, -1), p[0]))
     cols = "".join(f'<th scope="col" title="{e(title)}">{e(num)}</th>' for _k, num, title in outline)
@@ -63,12 +64,13 @@ def roster_html(seen: list[Seen], outline: Outline, now: float, anonymous: bool)
                          f'title="{e(title)}">{mark}</td>')
         # (the recorded lesson at the student's state, for the projector: the query passed QUERY)
         cells.append(f'<td class="kv-r-show"><a href="{e("lesson/" + (s.query or "?"), quote=True)}" '
-                     f'target="_blank" rel="noopener noreferrer">Show {e(s.name if s.name and not anonymous else f"Student {i}")}'
-                     '\'s state ↗</a></td>')
+                     f'target="_blank" rel="noopener noreferrer">'
+                     f'Show {e(s.name if s.name and not anonymous else f"Student {i}")}\'s state ↗</a></td>')
         gone = now - s.updated_at >= AWAY_S
         rows.append(f'<tr class="kv-r-row{" kv-r-away" if gone else ""}" data-node="{e(s.node)}">'
                     f'<th scope="row" class="kv-r-name">{e(label(i, s, anonymous))}'
                     f'{" <small>away</small>" if gone else ""}</th>{"".join(cells)}</tr>')
-    return (f'<section class="kv-r" aria-label="Live roster">{head}<div class="kv-r-scroll"><table class="kv-r-table">'
-            f'<thead><tr><th scope="col">Student</th>{cols}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-            '</div></section>')
+    return (f'<section class="kv-r" aria-label="Live roster">{head}<div class="kv-r-scroll">'
+            '<table class="kv-r-table">'
+            f'<thead><tr><th scope="col">Student</th>{cols}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div></section>')

@@ -48,7 +48,7 @@ roster = sa.Table(
     sa.Column("updated_at", sa.Double, nullable=False),
 )
 
-FIELDS = ("student_id", "name", "answer", "checks", "predictions", "query", "metrics", "created_at", "updated_at",
-          "submissions")
+FIELDS = ("student_id", "name", "answer", "checks", "predictions", "query", "metrics", "created_at",
+          "updated_at", "submissions")
 REVISION = "revision"
 SCHEMA_LOCK = 0x6B76_7669_7A00  # PostgreSQL advisory lock: one process creates the tables at a time

@@ -1,6 +1,7 @@
 """One browser session's hand-in: the controller every hand-in box of the page shares.
 
-    handin = HandInSession(states=lesson.states, describe=lesson.describe)   # one per Lesson (kvviz/lesson.py)
+    handin = HandInSession(states=lesson.states,
+                           describe=lesson.describe)   # one per Lesson (kvviz/lesson.py)
 
 The explain node's box and each node's prediction panel (kvviz/handin/view.py) are views of it:
 the display name typed in any of them, the browser's student id, the rate limit and the last
@@ -33,11 +34,13 @@ class HandInSession(param.Parameterized):
     """The session's display name, student id, rate limit and last status, shared by its boxes."""
 
     states = param.Dict(default={}, doc="the lesson's states, by node key (Lesson.states)")
-    describe = param.Callable(default=None, doc="(states) -> (the lesson's link, its cards' texts): the page's "
+    describe = param.Callable(default=None,
+                              doc="(states) -> (the lesson's link, its cards' texts): the page's "
                               "(Lesson.describe); None: a hand-in holds neither")
     store = param.ClassSelector(class_=Store, default=None, doc="default: the class database (KVVIZ_DB)")
     display_name = param.String(default="", doc="the display name last given in any box (cleaned, capped)")
-    student_id = param.String(default="", doc="the browser's id (a box's StudentId sets it); checked before use")
+    student_id = param.String(default="",
+                              doc="the browser's id (a box's StudentId sets it); checked before use")
     status = param.String(default="", doc="the last hand-in's outcome, a sentence (plain text)")
     status_kind = param.Selector(default="", objects=["", "ok", "error"], doc="ok: stored; error: refused")
     status_at = param.String(default="", doc="the box that was used (errors show only there)")

@@ -16,7 +16,8 @@ hand-in is validated again (`model.validate`) before every write, and every valu
 parameter. A student's later hand-in merges into their row under that same lock (`model.merge`:
 predictions and self-checks by question, the newest answer to each winning; an empty answer or
 name never erases one), so a hand-in from the recorded page and one from the live page add up
-whatever order, process or machine they come through. Committed is durable (SQLite synchronous=FULL, PostgreSQL's own commit).
+whatever order, process or machine they come through. Committed is durable (SQLite synchronous=FULL,
+PostgreSQL's own commit).
 
 Each process has its own engine (made on first use; a forked child makes its own, leaving the
 parent's connections alone). A SQLite file is created on first write, readable by its owner
@@ -160,15 +161,18 @@ class Store:
             mine = handins.c.student_id == h.student_id
             found = c.execute(sa.select(*_columns()).where(mine)).first()
             old = _handin(found) if found is not None else None
-            if old is None and c.execute(sa.select(sa.func.count()).select_from(handins)).scalar_one() >= MAX_HANDINS:
+            if (old is None
+                and c.execute(sa.select(sa.func.count()).select_from(handins)).scalar_one() >= MAX_HANDINS):
                 raise StoreFull(f"The class already has {MAX_HANDINS} hand-ins: ask the teacher.")
             m = merge(old or HandIn(h.student_id, h.name), h)  # (one item per question from the first)
             merged = HandIn.make(m.student_id, m.name, m.answer, m.checks, m.predictions, m.query, m.metrics)
             created, count = (old.created_at, old.submissions + 1) if old else (now, 1)
             fields = (merged.name, merged.answer, compact([i.to_json() for i in merged.checks]),
-                      compact([p.to_json() for p in merged.predictions]), merged.query, compact(merged.metrics))
+                      compact([p.to_json() for p in merged.predictions]), merged.query,
+                      compact(merged.metrics))
             row = {**dict(zip(FIELDS, (h.student_id, *fields, created, now, count), strict=True)), "rev": rev}
-            c.execute(sa.insert(handins).values(row) if old is None else sa.update(handins).where(mine).values(row))
+            c.execute(sa.insert(handins).values(row) if old is None
+                      else sa.update(handins).where(mine).values(row))
             return dataclasses.replace(merged, created_at=created, updated_at=now, submissions=count)
 
         return self._write(body)
@@ -178,7 +182,8 @@ class Store:
         one handed in after the teacher confirmed stays). Returns how many were deleted."""
         def body(c: Connection) -> int:
             _bump(c)
-            return c.execute(sa.delete(handins).where(handins.c.rev <= (2**62 if up_to is None else up_to))).rowcount
+            return c.execute(sa.delete(handins).where(handins.c.rev <= (2**62 if up_to is None
+                                                                        else up_to))).rowcount
 
         return self._write(body, create=False, missing=0)
 
@@ -221,8 +226,9 @@ class Store:
     # -- reads -----------------------------------------------------------------------------------
     def meta_value(self, name: str) -> str | None:
         """The stored value `name`, or None (nothing is created)."""
-        return self._read(lambda c: c.execute(sa.select(meta.c.value).where(meta.c.name == name)).scalar_one_or_none(),
-                          missing=None)
+        return self._read(
+            lambda c: c.execute(sa.select(meta.c.value).where(meta.c.name == name)).scalar_one_or_none(),
+            missing=None)
 
     def revision(self) -> int:
         return self._read(_revision, missing=0)
@@ -243,7 +249,8 @@ class Store:
         return self._read(body, missing=[])
 
     def count(self) -> int:
-        return self._read(lambda c: c.execute(sa.select(sa.func.count()).select_from(handins)).scalar_one(), missing=0)
+        return self._read(lambda c: c.execute(sa.select(sa.func.count()).select_from(handins)).scalar_one(),
+                          missing=0)
 
 
 def _columns():

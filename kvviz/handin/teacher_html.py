@@ -53,7 +53,8 @@ def _items_html(h: HandIn) -> str:
 def _metrics_html(h: HandIn) -> str:
     parts = []
     for node, cards in h.metrics.items():
-        cells = "".join(f'<span class="kv-t-m"><i>{e(k)}</i> {e(v)}</span>' for k, v in cards.items() if k != "step")
+        cells = "".join(f'<span class="kv-t-m"><i>{e(k)}</i> {e(v)}</span>'
+                        for k, v in cards.items() if k != "step")
         parts.append(f'<div><span class="kv-t-node">{e(node)}</span>{cells}</div>')
     return f'<div class="kv-t-metrics">{"".join(parts)}</div>' if parts else ""
 
@@ -79,7 +80,9 @@ def card_html(h: HandIn) -> str:
 
 def handins_html(handins: list[HandIn], total: int, search: str = "") -> str:
     if not total:
-        return '<div class="kv-t-empty" role="status">No hand-ins yet. They appear here as students hand in.</div>'
+        return (
+            '<div class="kv-t-empty" role="status">No hand-ins yet. They appear here as students hand '
+            'in.</div>')
     if not handins:
         return f'<div class="kv-t-empty" role="status">No name contains “{e(search)}”.</div>'
     return f'<div class="kv-t-list">{"".join(card_html(h) for h in handins)}</div>'
@@ -88,14 +91,16 @@ def handins_html(handins: list[HandIn], total: int, search: str = "") -> str:
 def header_html(total: int, shown: int, last: float, search: str) -> str:
     seen = f" · {shown} shown for “{e(search)}”" if search else ""
     latest = f" · latest {e(when(last)[11:])}" if last else ""
-    return f'<div class="kv-t-count" role="status"><b>{total}</b> hand-in{"s" if total != 1 else ""}{seen}{latest}</div>'
+    return (
+        f'<div class="kv-t-count" role="status"><b>{total}</b> '
+        f'hand-in{"s" if total != 1 else ""}{seen}{latest}</div>')
 
 
 # (for whoever runs the server, not the class: folded away at the foot of the page)
 VLLM_HINT_HTML = (
-    '<details class="kv-t-vllm"><summary>For whoever runs the server</summary><p>Node 04 shows a recording of '
-    'a real vLLM until one answers: to show it live, run <code>make vllm</code> in a second terminal on the '
-    'lesson\'s machine; node 04 connects by itself (docs/vllm.md).</p></details>'
+    '<details class="kv-t-vllm"><summary>For whoever runs the server</summary><p>Node 04 shows a recording '
+    'of a real vLLM until one answers: to show it live, run <code>make vllm</code> in a second terminal on '
+    'the lesson\'s machine; node 04 connects by itself (docs/vllm.md).</p></details>'
 )
 
 
@@ -104,5 +109,5 @@ def address_html(url: str, local: bool) -> str:
     machine only, so students need its network address instead)."""
     where = ('<p class="kv-t-local">That is this machine\'s own name: students need its network address '
              '(<code>make class</code> prints it).</p>') if local else ""
-    return (f'<div class="kv-t-address"><span>Students open</span> <a href="{e(url, quote=True)}" target="_blank" '
-            f'rel="noopener noreferrer">{e(url)}</a>{where}</div>')
+    return (f'<div class="kv-t-address"><span>Students open</span> <a href="{e(url, quote=True)}" '
+            f'target="_blank" rel="noopener noreferrer">{e(url)}</a>{where}</div>')

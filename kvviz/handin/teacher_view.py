@@ -54,15 +54,18 @@ class TeacherPage(pn.viewable.Viewer):
     pulse_only = param.Boolean(default=False, doc="only the class pulse is shown (for the projector)")
     projector = param.List(default=[], doc="more sections for the projector, shown once the class is open "
                            "(teacher.py: the class's own cache)")
-    outline = param.Parameter(default=(), doc="every node's (key, number, title), in page order (teacher.py: the "
+    outline = param.Parameter(default=(),
+                              doc="every node's (key, number, title), in page order (teacher.py: the "
                           "registry's): the roster's columns, what may be paced or followed")
 
     def __init__(self, **params):
         super().__init__(**params)
         self.attempts = passphrase.Attempts()
-        self.key = pn.widgets.PasswordInput(label="Teacher passphrase", width=340, css_classes=["kv-t-key", "kv-t-big"],
+        self.key = pn.widgets.PasswordInput(label="Teacher passphrase", width=340,
+                                            css_classes=["kv-t-key", "kv-t-big"],
                                             placeholder="printed where the lesson server was started")
-        self.open = pn.widgets.Button(label="Open the class", color="primary", align="end", css_classes=["kv-t-big"])
+        self.open = pn.widgets.Button(label="Open the class", color="primary", align="end",
+                                      css_classes=["kv-t-big"])
         self.login_status = LiveHTML(status_html(), sizing_mode="stretch_width")
         self.open.on_click(lambda _e: self.unlock(self.key.value_input or self.key.value))
         # (a password field sends its value on Enter or when it loses focus; never kept: see unlock)
@@ -83,13 +86,15 @@ class TeacherPage(pn.viewable.Viewer):
         if self.unlocked or not typed:
             return self.unlocked
         if (wait := self.attempts.wait_s()) > 0:
-            self.login_status.object = status_html(f"Wait {max(1, round(wait))} s before trying again.", "error")
+            self.login_status.object = status_html(f"Wait {max(1, round(wait))} s before trying again.",
+                                                   "error")
             return False
         try:
             right = passphrase.matches(typed, self._store())
         except StoreError:
             log.exception("reading the teacher passphrase")
-            self.login_status.object = status_html("The class database cannot be opened: see the server's log.",
+            self.login_status.object = status_html("The class database cannot be opened: see the server's "
+                                                   "log.",
                                                    "error")
             return False
         if not right:
@@ -106,7 +111,8 @@ class TeacherPage(pn.viewable.Viewer):
         self.search = pn.widgets.TextInput(label="Search by name", placeholder="part of a name", width=300,
                                            css_classes=["kv-t-search", "kv-t-big"])
         self.search.param.watch(lambda _e: self.refresh(force=True), "value_input")
-        self.csv = pn.widgets.FileDownload(callback=self._csv, filename=f"kvviz-class-{time.strftime('%Y-%m-%d')}.csv",
+        self.csv = pn.widgets.FileDownload(callback=self._csv,
+                                           filename=f"kvviz-class-{time.strftime('%Y-%m-%d')}.csv",
                                            label="Export CSV", color="success", align="end", width=200,
                                            css_classes=["kv-t-csv", "kv-t-big"])
         self.clear_button = pn.widgets.Button(label="Clear the class…", color="danger", align="end",
@@ -114,8 +120,8 @@ class TeacherPage(pn.viewable.Viewer):
         self.confirm_text = LiveHTML("", sizing_mode="stretch_width")
         yes = pn.widgets.Button(label="Yes, delete them", color="danger", css_classes=["kv-t-big"])
         no = pn.widgets.Button(label="Cancel", css_classes=["kv-t-big"])
-        self.confirm = pn.Column(self.confirm_text, pn.Row(yes, no), visible=False, css_classes=["kv-t-confirm"],
-                                 sizing_mode="stretch_width")
+        self.confirm = pn.Column(self.confirm_text, pn.Row(yes, no), visible=False,
+                                 css_classes=["kv-t-confirm"], sizing_mode="stretch_width")
         self.clear_button.on_click(lambda _e: self.ask_clear())
         yes.on_click(lambda _e: self.clear())
         no.on_click(lambda _e: self.confirm.param.update(visible=False))
@@ -124,7 +130,8 @@ class TeacherPage(pn.viewable.Viewer):
         self.listing = LiveHTML("", sizing_mode="stretch_width")
         self.notice = LiveHTML(status_html(), sizing_mode="stretch_width")
         self.pulse = LiveHTML("", sizing_mode="stretch_width")
-        self.reveal_button = pn.widgets.Button(label=REVEAL[False], color="primary", css_classes=["kv-p-reveal", "kv-t-big"])
+        self.reveal_button = pn.widgets.Button(label=REVEAL[False], color="primary",
+                                               css_classes=["kv-p-reveal", "kv-t-big"])
         self.only_button = pn.widgets.Button(label=ONLY[False], css_classes=["kv-p-only", "kv-t-big"])
         self.reveal_button.on_click(lambda _e: setattr(self, "reveal", not self.reveal))
         self.only_button.on_click(lambda _e: setattr(self, "pulse_only", not self.pulse_only))
@@ -200,7 +207,8 @@ class TeacherPage(pn.viewable.Viewer):
         if not self.unlocked:
             return io.StringIO("")
         loc = pn.state.location
-        base = f"{loc.protocol}//{loc.hostname}{':' + loc.port if loc.port else ''}/" if loc and loc.hostname else ""
+        base = (f"{loc.protocol}//{loc.hostname}{':' + loc.port if loc.port else ''}/" if loc and loc.hostname
+                else "")
         return io.StringIO(to_csv(self._store().handins(), base))
 
     def ask_clear(self) -> None:
@@ -209,7 +217,8 @@ class TeacherPage(pn.viewable.Viewer):
         n = len(self._handins)
         self.confirm_text.object = status_html(
             f"Delete all {n} hand-in{'s' if n != 1 else ''} for good? This cannot be undone "
-            "(export the CSV first to keep them); the live roster starts again empty. A hand-in that arrives after this question stays.", "error")
+            "(export the CSV first to keep them); the live roster starts again empty. A hand-in that arrives "
+            "after this question stays.", "error")
         self.confirm.visible = True
 
     def clear(self) -> None:

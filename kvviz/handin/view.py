@@ -75,7 +75,8 @@ class HandInView(pn.viewable.Viewer):
         h = self.session
         self.student = StudentId(height=0, width=0, margin=0)
         label = "Your name, for your teacher" if self.compact else "Your name, as your teacher will see it"
-        self.name_box = pn.widgets.TextInput(label=label, max_length=MAX_NAME, value=h.display_name, value_input=h.display_name,
+        self.name_box = pn.widgets.TextInput(label=label, max_length=MAX_NAME, value=h.display_name,
+                                             value_input=h.display_name,
                                              placeholder=f"e.g. Ada L. (up to {MAX_NAME} characters)",
                                              width=250 if self.compact else 320, css_classes=["kv-h-name"])
         self.button = pn.widgets.Button(label="Hand in to the teacher", color="primary", align="end",

@@ -3,7 +3,8 @@ to vLLM (the same requests in both engines), so neither node's package imports t
 
 # One 96-byte system prompt (6 full blocks) shared by four questions. A question is asked as
 # "Q: <question>\nA:", the form the model was trained to answer.
-SYSTEM_PROMPT = "You are a patient teacher. Explain how computers use memory, caches and pages, in plain words.\n\n"
+SYSTEM_PROMPT = (
+    "You are a patient teacher. Explain how computers use memory, caches and pages, in plain words.\n\n")
 QUESTIONS = (
     "What is a KV cache?",
     "What is attention?",

@@ -24,7 +24,8 @@ class Node:
     url: ModuleType | None = None  # its URL fields: PARAMS, WATCH, parse, restore, query
     needs: tuple[str, ...] = ()  # the other nodes' states its state is built over (by key)
     live: bool = True  # runs engines (a transport, keyboard shortcuts, a play timer)
-    recipe: Callable | None = None  # () -> its static-export Recipe (kvviz/nodes/recipe.py), or None: left out
+    # () -> its static-export Recipe (kvviz/nodes/recipe.py), or None: left out
+    recipe: Callable | None = None
     # The whole lesson in page order, (key, number, title) per node: set by the registry
     # (kvviz/nodes/__init__.py) and handed to the view (its back and continue links, node numbers).
     outline: tuple[tuple[str, str, str], ...] = ()
@@ -36,5 +37,6 @@ class Node:
     def new_view(self, state, on_interact=None, handin=None):
         """Its view, given the lesson's outline; `handin`, the session's hand-in
         (kvviz/handin/session.py), if the view takes one."""
-        extra = {"handin": handin} if handin is not None and "handin" in getattr(self.view, "param", ()) else {}
+        extra = ({"handin": handin} if handin is not None and "handin" in getattr(self.view, "param", ())
+                 else {})
         return self.view(state=state, on_interact=on_interact, outline=self.outline, **extra)

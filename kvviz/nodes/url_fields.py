@@ -49,7 +49,8 @@ def prompts(name: str, values: list[str], notices: list[str]) -> list[str]:
     return kept
 
 
-def gaps(name: str, values: list[str], count: int, pools: int, notices: list[str]) -> list[tuple[int, ...]] | None:
+def gaps(name: str, values: list[str], count: int, pools: int,
+         notices: list[str]) -> list[tuple[int, ...]] | None:
     """`values` as step counts (`pools` whole numbers joined by '.'), if there is one for each
     of the `count` requests kept; else None (each request then runs to the end), with a notice."""
     if not values:

@@ -45,7 +45,8 @@ class NodeView(pn.viewable.Viewer):
     on_interact = param.Callable(default=None)
     outline = param.Parameter(default=(), doc="the lesson's nodes, (key, number, title) each (Node.outline)")
     handin = param.ClassSelector(class_=HandInSession, default=None,
-                                 doc="the session's hand-in (Lesson.handin): offered under a resolved prediction")
+                                 doc="the session's hand-in (Lesson.handin): offered under a resolved "
+                                     "prediction")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -58,7 +59,8 @@ class NodeView(pn.viewable.Viewer):
     def _button(self, name: str, method, slow: bool = False, **kw) -> pn.widgets.Button:
         """A button calling `method`; a `slow` one (a second or more) shows a spinner meanwhile. Its
         class `kv-do-<method's name>` names it for the played page and the server (never its label)."""
-        button = pn.widgets.Button(label=name, css_classes=[*kw.pop("css_classes", []), f"kv-do-{method.__name__}"], **kw)
+        button = pn.widgets.Button(label=name,
+                                   css_classes=[*kw.pop("css_classes", []), f"kv-do-{method.__name__}"], **kw)
 
         def click(_event):
             self._touch()

@@ -2,8 +2,8 @@
 and the timeline memo, as Prometheus metrics (prometheus_client).
 
 `install(MEMO)` runs for every session (app.py calls it, handing in the timeline memo): it counts
-the session, and when the session is destroyed; the first time in a process it also, when `KVVIZ_METRICS_PORT` is set
-(deploy/class_server.py gives each backend its own), serves the metrics on 127.0.0.1 at that
+the session, and when the session is destroyed; the first time in a process it also, when `KVVIZ_METRICS_PORT`
+is set (deploy/class_server.py gives each backend its own), serves the metrics on 127.0.0.1 at that
 port. Nothing here is per student: counts only.
 """
 
@@ -25,7 +25,8 @@ NODES = Counter("kvviz_nodes_built", "Lesson nodes built when a student scrolled
 
 _installed = False
 _lock = threading.Lock()
-_lessons: weakref.WeakSet = weakref.WeakSet()  # every Lesson still in memory (a destroyed session's should go)
+# every Lesson still in memory (a destroyed session's should go)
+_lessons: weakref.WeakSet = weakref.WeakSet()
 
 
 class _MemoCollector:
@@ -38,9 +39,12 @@ class _MemoCollector:
     def collect(self):
         if (memo := self.memo) is not None:
             yield GaugeMetricFamily("kvviz_memo_states", "States kept in the timeline memo", value=len(memo))
-            yield GaugeMetricFamily("kvviz_memo_hits", "Operations read from the timeline memo", value=memo.hits)
-            yield GaugeMetricFamily("kvviz_memo_misses", "Operations the engine had to run", value=memo.misses)
-        yield GaugeMetricFamily("kvviz_lessons_alive", "Sessions' lessons still in memory (destroyed ones included "
+            yield GaugeMetricFamily("kvviz_memo_hits", "Operations read from the timeline memo",
+                                    value=memo.hits)
+            yield GaugeMetricFamily("kvviz_memo_misses", "Operations the engine had to run",
+                                    value=memo.misses)
+        yield GaugeMetricFamily("kvviz_lessons_alive",
+                                "Sessions' lessons still in memory (destroyed ones included "
                                 "until collected)", value=len(_lessons))
 
 

@@ -76,7 +76,8 @@ _original = PropertyDescriptor._get_default
 def immutable(value) -> bool:
     if isinstance(value, tuple):
         return all(immutable(v) for v in value)
-    return type(value) in _IMMUTABLE or (isinstance(value, str | int | float) and not isinstance(value, bool | type))
+    return (type(value) in _IMMUTABLE
+            or (isinstance(value, str | int | float) and not isinstance(value, bool | type)))
 
 
 def _get_default(self: PropertyDescriptor, obj):
@@ -129,7 +130,8 @@ def text_only(cls: type, version: str | None = None) -> type:
 def no_debounce(cls: type, version: str | None = None) -> type:
     """A class decorator for a Panel widget: a browser change reaches Python at once, not after
     Panel's 50 ms debounce. On an untested Panel, the widget as Panel makes it."""
-    if _allowed("panel", f"{cls.__name__}'s 50 ms debounce (kept: correct, slower)", version, (cls, "_debounce")):
+    if _allowed("panel", f"{cls.__name__}'s 50 ms debounce (kept: correct, slower)", version,
+                (cls, "_debounce")):
         cls._debounce = 0
     return cls
 

@@ -64,7 +64,8 @@ class TokenBucket:
 class Buckets:
     """One TokenBucket per key (a client's address), the `most` most recent kept. rate 0: no limit."""
 
-    def __init__(self, rate: float, burst: int, most: int = TRACKED, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, rate: float, burst: int, most: int = TRACKED,
+                 clock: Callable[[], float] = time.monotonic):
         self.rate, self.burst, self.most, self.clock = rate, max(1, burst), most, clock
         self._by_key: OrderedDict[str, TokenBucket] = OrderedDict()
 

@@ -39,10 +39,13 @@ class NodeState(param.Parameterized):
     show_reads = param.Boolean(default=False, doc="the last action stepped the engine: show what it read")
     version = param.Integer(default=0, doc="Bumped after every change of the engines")
     predicted = param.ClassSelector(class_=predict.PendingPrediction, default=None, allow_None=True,
-                                    doc="the student's pending prediction (predict.PendingPrediction), or None")
-    predictions = param.List(default=[], doc="resolved predictions (predict.ResolvedPrediction), oldest first")
+                                    doc="the student's pending prediction (predict.PendingPrediction), or "
+                                        "None")
+    predictions = param.List(default=[],
+                             doc="resolved predictions (predict.ResolvedPrediction), oldest first")
     prediction_note = param.String(default="", doc="why a typed prediction was not taken, or ''")
-    verdict_shown = param.Boolean(default=False, doc="the newest resolved prediction is on show (Reset hides it)")
+    verdict_shown = param.Boolean(default=False,
+                                  doc="the newest resolved prediction is on show (Reset hides it)")
 
     batch_updates = param.Callable(default=contextlib.nullcontext, precedence=-1,
                                    doc="a context manager sending the updates inside it as one message")
@@ -73,8 +76,9 @@ class NodeState(param.Parameterized):
             snapshots = self._snapshots() if snapshots is None else snapshots
             if extra.get("predicted", True) is None:  # (a prediction dropped on purpose: Reset)
                 extra.setdefault("prediction_note", "")
-            self.param.update({"notice": notice, "notice_level": "warning" if warn else "info", "notice_at": at,
-                               "show_reads": reads, "version": self.version + 1, **snapshots, **extra})
+            self.param.update({"notice": notice, "notice_level": "warning" if warn else "info",
+                               "notice_at": at, "show_reads": reads, "version": self.version + 1, **snapshots,
+                               **extra})
             if "predicted" not in extra:
                 self._drop_stale_prediction()
 
@@ -144,7 +148,8 @@ class NodeState(param.Parameterized):
             return
         question = self.question()
         if question is None or question.text != self.predicted.question:
-            self.param.update(predicted=None, prediction_note=predict.CLEARED.format(predicted=self.predicted.predicted))
+            self.param.update(predicted=None,
+                              prediction_note=predict.CLEARED.format(predicted=self.predicted.predicted))
 
     def _resolve_prediction(self) -> None:
         """After the key action ran: the pending prediction meets the engine's outcome."""
@@ -182,7 +187,8 @@ class NodeState(param.Parameterized):
                 if n == max(before):
                     t.step_back()
                 else:  # (its part of that stretch ended earlier: drop only what came after it)
-                    t.replay(t.ops[:max((i + 1 for i, op in enumerate(t.ops) if op.kind == "step"), default=0)])
+                    t.replay(t.ops[:max((i + 1 for i, op in enumerate(t.ops) if op.kind == "step"),
+                                        default=0)])
         self._refresh(playing=False, at="transport", reads=True)
         return True
 

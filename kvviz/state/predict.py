@@ -27,7 +27,9 @@ class Question:
 
 # Said when a locked prediction's question changed before its key action (kvviz/state/node.py;
 # the played page says the same: kvviz/export/player.js).
-CLEARED = "The question changed, so your prediction ({predicted}) was cleared: read the new question and predict again."
+CLEARED = (
+    "The question changed, so your prediction ({predicted}) was cleared: read the new question and predict "
+    "again.")
 
 
 def read(question: Question, typed: str) -> tuple[str | None, str]:

@@ -27,7 +27,8 @@ class AccessibleNames(JSComponent):
     """`names`: {CSS class of a widget: the accessible name of the control inside it}."""
 
     names = param.Dict(default={}, doc="CSS class -> accessible name (plain text)")
-    pressed = param.Dict(default={}, doc="CSS class of a toggle button -> the CSS class it carries while pressed")
+    pressed = param.Dict(default={},
+                         doc="CSS class of a toggle button -> the CSS class it carries while pressed")
 
     _esm = _ESM
 

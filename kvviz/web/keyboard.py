@@ -5,8 +5,8 @@ A key is left alone when a widget already owns it: anything typed into a text bo
 select, checkbox or contenteditable; any key on a slider or other ARIA control (→ moves a
 focused slider, it does not also step); space (and Enter) on a focused button, which clicks
 it and does not also play; and any event a widget has already handled (defaultPrevented). The
-event's composed path is checked, so controls inside Panel's shadow roots count too. `node` is the lesson node whose
-section covers most of the viewport; when none is found (e.g. the page has not laid out yet)
+event's composed path is checked, so controls inside Panel's shadow roots count too. `node` is the lesson node
+whose section covers most of the viewport; when none is found (e.g. the page has not laid out yet)
 Python falls back to the node the user last touched. Nothing from the browser is executed:
 only known action and node names are acted on.
 """

@@ -48,7 +48,8 @@ class LazySlot(pn.viewable.Viewer):
         self.sensor = ViewSensor(margin=0, height=1, sizing_mode="stretch_width")
         self.sensor.param.watch(lambda e: self.reveal() if e.new else None, "near")
         self.sensor.param.watch(lambda e: setattr(self, "in_view", e.new), "in_view")
-        waiting = pn.pane.HTML(f'<div class="kv-slot-waiting" role="status">{html.escape(self.placeholder)}</div>',
+        waiting = pn.pane.HTML(f'<div class="kv-slot-waiting" role="status">'
+                               f'{html.escape(self.placeholder)}</div>',
                                sizing_mode="stretch_width")
         self._layout = pn.Column(self.sensor, waiting, sizing_mode="stretch_width",
                                  css_classes=["kv-slot", "kv-slot-empty", f"kv-node-{self.key}"])

@@ -36,7 +36,8 @@ def test_each_extra_machine_gets_one_command_for_its_backends_pointing_at_the_sh
     assert [shlex.split(c)[4:6] for _, c in got[1:]] == [["BACKENDS=1", "BASE_PORT=5200"],
                                                          ["BACKENDS=1", "BASE_PORT=5300"]]  # not consecutive
     remote = "postgresql://kvviz:s3cret@db.school:5432/class"
-    assert shlex.split(machines.commands(["h:1"], remote, "10.0.0.20", ["a:1", "b:2"])[0][1])[0] == f"KVVIZ_DB={remote}"
+    assert (shlex.split(machines.commands(["h:1"], remote, "10.0.0.20", ["a:1", "b:2"])[0][1])[0]
+            == f"KVVIZ_DB={remote}")
     assert "ALLOW='a:1 b:2'" in machines.commands(["h:1"], remote, "10.0.0.20", ["a:1", "b:2"])[0][1]
 
 

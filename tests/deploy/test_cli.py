@@ -48,7 +48,8 @@ def test_an_unknown_command_is_refused():
 
 def test_lesson_serves_what_make_lesson_served():
     argv = cli.lesson_argv(port=5006, address="localhost", procs=1, python="PY")
-    assert argv == ["PY", "-m", "panel", "serve", "app.py", "teacher.py", "--port", "5006", "--address", "localhost",
+    assert argv == ["PY", "-m", "panel", "serve", "app.py", "teacher.py", "--port", "5006", "--address",
+                    "localhost",
                     "--num-procs", "1", "--allow-websocket-origin", "localhost:5006", "--static-dirs",
                     "assets=./assets", "--plugins", "kvviz.serve.routes",
                     "--setup", "on_start.py"]
@@ -65,7 +66,8 @@ def test_lesson_for_a_class_allows_any_origin_unless_told():
 
 def test_lesson_parses_its_options_into_that_command():
     args = cli.parser().parse_args(["lesson", "--address", "0.0.0.0", "--port", "5010"])
-    assert (args.address, args.port, args.procs, args.allow, args.run) == ("0.0.0.0", 5010, 1, None, cli.cmd_lesson)
+    assert (args.address, args.port, args.procs, args.allow, args.run) == ("0.0.0.0", 5010, 1, None,
+                                                                           cli.cmd_lesson)
     assert "<this computer's address>:5010" in cli.students_url("0.0.0.0", 5010)
     assert cli.students_url("localhost", 5006) == "http://localhost:5006/"
 
@@ -94,8 +96,8 @@ def test_pip_install_gives_the_kvviz_command(tmp_path):
     for name in ("kvviz", "engine", "kernels", "tools", "vllm_watch"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     target = tmp_path / "target"
-    done = run(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
-               "--target", str(target), str(src), cwd=tmp_path, timeout=300)
+    done = run(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+               "--no-index", "--target", str(target), str(src), cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     script = target / "bin" / "kvviz"
     assert script.is_file()
@@ -118,13 +120,16 @@ def test_the_first_recordings_progress_is_printed_until_it_is_ready(tmp_path):
     from kvviz.export import cache
 
     root, key, out, stop = tmp_path, "k123", io.StringIO(), threading.Event()
-    watcher = threading.Thread(target=cli.watch_recording, args=("http://localhost:5006/", stop, root, key, 0.05, out))
+    watcher = threading.Thread(target=cli.watch_recording,
+                               args=("http://localhost:5006/", stop, root, key, 0.05, out))
     watcher.start()
-    cache.write_progress(root, key, {"what": "node 01 · Fragmentation", "done": 0, "total": 4, "seconds": 0.1})
+    cache.write_progress(root, key,
+                         {"what": "node 01 · Fragmentation", "done": 0, "total": 4, "seconds": 0.1})
     deadline = time.monotonic() + 10
     while "node 01" not in out.getvalue() and time.monotonic() < deadline:
         stop.wait(0.05)
-    cache.write_progress(root, key, {"what": "node 02 · PagedAttention", "done": 1, "total": 4, "seconds": 20})
+    cache.write_progress(root, key,
+                         {"what": "node 02 · PagedAttention", "done": 1, "total": 4, "seconds": 20})
     while "node 02" not in out.getvalue() and time.monotonic() < deadline:
         stop.wait(0.05)
     (root / key).mkdir()
@@ -132,9 +137,12 @@ def test_the_first_recordings_progress_is_printed_until_it_is_ready(tmp_path):
     watcher.join(timeout=10)
     stop.set()
     lines = out.getvalue().splitlines()
-    assert lines[0] == "recording node 01 · Fragmentation… 0% (part 1 of 4), the live lesson at /app meanwhile"
-    assert lines[1] == "recording node 02 · PagedAttention… 25% (part 2 of 4), the live lesson at /app meanwhile"
-    assert lines[2].startswith("The recorded lesson is ready (") and lines[2].endswith("s): http://localhost:5006/")
+    assert lines[0] == (
+        "recording node 01 · Fragmentation… 0% (part 1 of 4), the live lesson at /app meanwhile")
+    assert lines[1] == (
+        "recording node 02 · PagedAttention… 25% (part 2 of 4), the live lesson at /app meanwhile")
+    assert (lines[2].startswith("The recorded lesson is ready (")
+            and lines[2].endswith("s): http://localhost:5006/"))
     assert len(lines) == 3 and not watcher.is_alive()
 
 

@@ -31,13 +31,15 @@ def post(base: str, i: int) -> dict:
     """Student i's hand-in, sent from its own loopback address (127.1.x.y), as each student's
     machine has its own: the backends limit hand-ins per address (kvviz/process/throttle.py)."""
     body = json.dumps({"student_id": f"{i:032x}", "name": f"{HOSTILE} {i}", "query": f"?reserve={i % 16 + 1}",
-                       "predictions": [{"node": "radix", "question": "How many blocks?", "predicted": str(i % 20),
-                                        "outcome": "18", "right": i % 20 == 18}]}).encode()
+                       "predictions": [{"node": "radix", "question": "How many blocks?",
+                                        "predicted": str(i % 20), "outcome": "18",
+                                        "right": i % 20 == 18}]}).encode()
     where = urllib.parse.urlsplit(base)
     conn = http.client.HTTPConnection(where.hostname, where.port, timeout=60,
                                       source_address=(source_address(i), 0))
     try:
-        conn.request("POST", where.path + "lesson-handin", body=body, headers={"Content-Type": "application/json"})
+        conn.request("POST", where.path + "lesson-handin", body=body,
+                     headers={"Content-Type": "application/json"})
         response = conn.getresponse()
         if response.status != 200:
             raise urllib.error.HTTPError(base, response.status, response.reason, response.headers, None)
@@ -84,7 +86,8 @@ def test_120_hand_ins_through_two_machines_one_killed_all_on_one_store(postgres,
         assert killed.is_set() and len(confirmed) == STUDENTS
         assert any(base == two.base for base in confirmed.values())  # (some did go through the second)
         stored = Store(urls[0]).handins()
-        assert sorted(int(h.student_id, 16) for h in stored) == list(range(STUDENTS))  # none lost, none doubled
+        # none lost, none doubled
+        assert sorted(int(h.student_id, 16) for h in stored) == list(range(STUDENTS))
         assert all(h.name.startswith(HOSTILE) for h in stored)  # (text, stored as text)
         # Once each, but for a student whose hand-in the second machine stored just before it was
         # killed, without answering: sent again to the first, it updated the same hand-in.

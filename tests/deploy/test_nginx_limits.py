@@ -46,7 +46,8 @@ def test_the_live_questions_and_hand_ins_are_limited_per_address_as_the_backends
     assert "limit_req zone=kvviz_handin" in location(main, "= /lesson-handin")
     # nginx's own refusal says what a backend's says, as JSON the page reads
     said = location(main, "@kvviz_slow_down")  # (up to the JSON's first brace)
-    line = next(ln for ln in main[main.index("location @kvviz_slow_down {"):].splitlines() if "return 429" in ln)
+    line = next(ln for ln in main[main.index("location @kvviz_slow_down {"):].splitlines()
+                if "return 429" in ln)
     body = line[line.index("'") + 1: line.rindex("'")]
     refill_s = int(throttle.retry_after(1 / throttle.LIVE_RATE_PER_S))  # (the wait for the next one)
     assert json.loads(body) == {"ok": False, "message": throttle.SLOW_DOWN, "retry_after_s": refill_s}
@@ -57,7 +58,8 @@ def test_the_limits_follow_the_environment_and_the_backends_get_twice_the_burst(
     main, _ = class_server.nginx_config(tmp_path, "0.0.0.0", 5006, [5100], ROOT,
                                         environ={"KVVIZ_LIVE_RATE": "0.5", "KVVIZ_LIVE_BURST": "6"})
     assert "zone=kvviz_live:10m rate=30r/m;" in main and "delay=5;" in location(main, "= /lesson-live")
-    off, _ = class_server.nginx_config(tmp_path, "0.0.0.0", 5006, [5100], ROOT, environ={"KVVIZ_LIVE_RATE": "0"})
+    off, _ = class_server.nginx_config(tmp_path, "0.0.0.0", 5006, [5100], ROOT,
+                                       environ={"KVVIZ_LIVE_RATE": "0"})
     assert "limit_req " not in location(off, "= /lesson-live")  # (a class behind one address may need it off)
     env = class_server.backend_limits_env({"KVVIZ_LIVE_BURST": "4"})
     assert env["KVVIZ_LIVE_BURST"] == "8" and float(env["KVVIZ_LIVE_RATE"]) == throttle.LIVE_RATE_PER_S
@@ -86,7 +88,8 @@ class StandIn(BaseHTTPRequestHandler):
 
 
 def _send(url: str, post: bool = False) -> tuple[int, dict, dict]:
-    req = urllib.request.Request(url, data=b"{}" if post else None, headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(url, data=b"{}" if post else None,
+                                 headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=30) as r:
             return r.status, dict(r.headers), json.loads(r.read())
@@ -101,15 +104,18 @@ def test_nginx_answers_a_flood_429_with_the_sentence_and_passes_nothing_refused_
     monkeypatch.setattr(class_server, "LIVE_QUEUE", 0)  # (refused at once past the burst: nothing held)
     monkeypatch.setattr(class_server, "HANDIN_QUEUE", 0)
     port = free_port()
-    limits = {"KVVIZ_LIVE_RATE": "1", "KVVIZ_LIVE_BURST": "1", "KVVIZ_HANDIN_RATE": "1", "KVVIZ_HANDIN_BURST": "1"}
+    limits = {"KVVIZ_LIVE_RATE": "1", "KVVIZ_LIVE_BURST": "1", "KVVIZ_HANDIN_RATE": "1",
+              "KVVIZ_HANDIN_BURST": "1"}
     main, proxy = class_server.nginx_config(tmp_path, "127.0.0.1", port, [backend.server_address[1]], ROOT,
                                             status_port=free_port(), environ=limits)
     (tmp_path / "nginx.conf").write_text(main)
     (tmp_path / "proxy.conf").write_text(proxy)
-    base = [NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"), "-e", str(tmp_path / "nginx-error.log")]
+    base = [NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"), "-e",
+            str(tmp_path / "nginx-error.log")]
     checked = subprocess.run([*base, "-t", "-q"], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
-    nginx = subprocess.Popen([*base, "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    nginx = subprocess.Popen([*base, "-g", "daemon off;"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
     StandIn.seen = []
     try:
         deadline = time.monotonic() + 30
@@ -125,7 +131,9 @@ def test_nginx_answers_a_flood_429_with_the_sentence_and_passes_nothing_refused_
     refused = [g for g in got if g[0] == 429]
     assert refused, [g[0] for g in got]  # (six at once from one address: one a second passes)
     for _status, headers, answer in refused:
-        assert headers["Retry-After"] == "1" and answer["message"] == throttle.SLOW_DOWN and answer["ok"] is False
+        assert (headers["Retry-After"] == "1" and answer["message"] == throttle.SLOW_DOWN
+                and answer["ok"] is False)
     answered = sum(1 for g in got if g[0] == 200)
-    assert sum(1 for p in StandIn.seen if p.startswith("/lesson-live")) == answered  # (the refused: never passed on)
+    # (the refused: never passed on)
+    assert sum(1 for p in StandIn.seen if p.startswith("/lesson-live")) == answered
     assert any(p[0] == 429 and p[2]["message"] == throttle.SLOW_DOWN_HANDIN for p in posts)

@@ -28,11 +28,12 @@ from tools.wheels import (
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = json.loads(RECORD.read_text())
-STALE = "the requirement files changed since tests/fixtures/wheels.json was made: run `python -m tools.wheels`"
+STALE = (
+    "the requirement files changed since tests/fixtures/wheels.json was made: run `python -m tools.wheels`")
 # Only the tests need these; none belongs in the lesson's own install.
-TEST_ONLY = {"pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "ruff", "playwright", "pytest-playwright",
-             "axe-playwright-python", "websockets", "safetensors", "import-linter", "mypy", "triton", "nbformat",
-             "nbclient", "nbconvert", "ipykernel"}
+TEST_ONLY = {"pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "ruff", "playwright",
+             "pytest-playwright", "axe-playwright-python", "websockets", "safetensors", "import-linter",
+             "mypy", "triton", "nbformat", "nbclient", "nbconvert", "ipykernel"}
 
 
 def names(requirements) -> set[str]:
@@ -69,7 +70,8 @@ def test_a_requirement_without_a_wheel_on_a_platform_is_left_out_there_by_its_ma
     missing = {k for k, wheels in RECORDED["platforms"][platform].items() if not isinstance(wheels, list)}
     for path in (LESSON, GPU, TEST):
         kept = {key(r) for r in for_platform(read_requirements(path), platform)}
-        assert not kept & missing, f"{path.name} asks for {kept & missing} on {platform}, which has no wheel for it"
+        assert not kept & missing, (
+            f"{path.name} asks for {kept & missing} on {platform}, which has no wheel for it")
 
 
 def test_triton_has_wheels_on_linux_only_and_is_asked_for_there_only():

@@ -76,7 +76,8 @@ TRUSTED = trusted_proxies({})
     ("127.0.0.1", {"X-Real-IP": "not an address"}, "127.0.0.1"),
     ("127.0.0.1", {}, "127.0.0.1"),
 ])
-def test_a_request_is_counted_against_its_socket_unless_a_trusted_proxy_names_the_client(peer, headers, counted_as):
+def test_a_request_is_counted_against_its_socket_unless_a_trusted_proxy_names_the_client(peer, headers,
+                                                                                         counted_as):
     assert client_address(peer, headers, TRUSTED) == counted_as
 
 
@@ -106,7 +107,8 @@ def _ask(routes, requests: list[tuple[str, str, dict]]) -> list:
     return fetch_all(routes.ROUTES, requests)
 
 
-def test_a_live_question_past_the_burst_is_answered_429_with_retry_after_and_the_sentence(routes, monkeypatch):
+def test_a_live_question_past_the_burst_is_answered_429_with_retry_after_and_the_sentence(routes,
+                                                                                          monkeypatch):
     computed = []
     ready = routes.cache_folder.ready
     monkeypatch.setattr(routes.cache_folder, "ready", lambda **kw: computed.append(1) or ready(**kw))

@@ -30,8 +30,8 @@ def _run(backend: str) -> tuple[list[list[int]], list[tuple[int, ...]]]:
     """Greedy tokens for PROMPTS with prefix sharing (so prefill extends cached pages), and the
     per-block read counts after each decode step."""
     engine = Engine(
-        EngineConfig(num_blocks=24, block_size=4, prefix_sharing=True, backend=backend, device="cpu", model=TINY,
-                     weights="random")
+        EngineConfig(num_blocks=24, block_size=4, prefix_sharing=True, backend=backend, device="cpu",
+                     model=TINY, weights="random")
     )
     ids = [engine.add_request(p, max_new_tokens=5) for p in PROMPTS]
     reads = []

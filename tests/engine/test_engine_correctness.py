@@ -156,7 +156,8 @@ def test_prefill_and_decode_logits_match_no_cache_forward(make_engine):
 
 
 @pytest.mark.parametrize(("rows", "forwards"), [(1, 5), (20, 3), (10_000, 1)])
-def test_a_prefill_run_in_groups_of_sequences_gives_the_no_cache_greedy_tokens(make_engine, monkeypatch, rows, forwards):
+def test_a_prefill_run_in_groups_of_sequences_gives_the_no_cache_greedy_tokens(make_engine, monkeypatch, rows,
+                                                                               forwards):
     # PROMPTS are 1, 4, 13, 16 and 33 tokens: in groups of at most 20 rows, [1, 4, 13], [16], [33]
     monkeypatch.setattr(engine_module, "PREFILL_ROWS", rows)
     engine = make_engine(block_size=4, num_blocks=64)

@@ -32,7 +32,8 @@ def serve_and(go):
 
         async def fetch(path, method="GET", body=None, headers=None):
             return await client.fetch(HTTPRequest(f"http://127.0.0.1:{port}{path}", method=method, body=body,
-                                                  headers=headers or {}, request_timeout=30), raise_error=False)
+                                                  headers=headers or {}, request_timeout=30),
+                                      raise_error=False)
         try:
             return await go(port, fetch)
         finally:

@@ -35,7 +35,8 @@ def db(class_db, monkeypatch):
 
 
 def body(**fields) -> bytes:
-    return json.dumps({"student_id": sid(1), "node": "paging", "predicted": ["fragmentation"], **fields}).encode()
+    return json.dumps({"student_id": sid(1), "node": "paging", "predicted": ["fragmentation"],
+                       **fields}).encode()
 
 
 class Clock:
@@ -85,7 +86,8 @@ def test_the_first_report_claims_the_id_and_a_later_one_must_prove_it(db):
     assert seen.node == "paging" and seen.name == HOSTILE  # (kept as text: escaped where shown)
     clock.t += 2
     token = roster.token(db, sid(1))
-    status, answer = class_endpoint.report(body(node="explain", predicted=[], token=token, name=""), NODES, db, clock)
+    status, answer = class_endpoint.report(body(node="explain", predicted=[], token=token, name=""), NODES,
+                                           db, clock)
     assert status == 200 and answer["message"] == "updated" and "token" not in answer
     [seen] = roster.seen(db, now=__import__("time").time())
     assert (seen.node, seen.predicted, seen.name) == ("explain", (), HOSTILE)  # (an empty name erases none)
@@ -116,7 +118,8 @@ def test_the_roster_lists_recent_students_in_arrival_order(db):
     roster.save(db, Report(sid(3), "paging"), now=1000.0 - classroom.SEEN_S - 1, owner=False)  # (yesterday's)
     roster.save(db, Report(sid(2), "explain", ("radix",)), now=1002.0, owner=True)
     seen = roster.seen(db, now=1003.0)
-    assert [(s.name, s.node, s.predicted) for s in seen] == [("Bo", "explain", ("radix",)), ("Al", "paging", ())]
+    assert [(s.name, s.node, s.predicted) for s in seen] == [("Bo", "explain", ("radix",)),
+                                                             ("Al", "paging", ())]
     assert roster.clear(db, now=1001.5) == 2 and [s.name for s in roster.seen(db, now=1003.0)] == ["Bo"]
 
 
@@ -146,8 +149,10 @@ def command(db, what: dict, key: str = KEY, peer: str = "10.0.0.1"):
 
 
 def test_a_student_page_cannot_pause_pace_or_follow(db):
-    for what in ({"command": "pause"}, {"command": "pace", "node": "paging"}, {"command": "follow", "node": "radix"}):
-        status, answer = class_endpoint.command(json.dumps(what).encode(), "", f"10.0.0.{len(what)}", NODES, db)
+    for what in ({"command": "pause"}, {"command": "pace", "node": "paging"},
+                 {"command": "follow", "node": "radix"}):
+        status, answer = class_endpoint.command(json.dumps(what).encode(), "", f"10.0.0.{len(what)}", NODES,
+                                                db)
         assert status == 403 and not answer["ok"]
     assert command(db, {"command": "pause"}, key="guess", peer="10.0.0.9")[0] == 403
     assert command(db, {"command": "pause"}, peer="10.0.0.9")[0] == 429  # (the wait after a wrong one)
@@ -156,19 +161,22 @@ def test_a_student_page_cannot_pause_pace_or_follow(db):
 
 def test_the_teachers_commands_set_the_state_every_page_polls(db):
     first = class_endpoint.status(db)
-    assert first == {"paused": False, "pace": "", "follow": {"seq": 0, "node": "", "query": ""}, "tag": first["tag"]}
+    assert first == {"paused": False, "pace": "", "follow": {"seq": 0, "node": "", "query": ""},
+                     "tag": first["tag"]}
     assert command(db, {"command": "pause"})[0] == 200
     assert class_endpoint.status(db)["paused"] is True
     assert command(db, {"command": "pace", "node": "paging"})[0] == 200
     status, answer = command(db, {"command": "follow", "node": "radix",
                                   "query": "http://class.example/lesson/?sharing=0&at_radix=0"})
-    assert status == 200 and answer["state"]["follow"] == {"seq": 1, "node": "radix", "query": "?sharing=0&at_radix=0"}
+    assert (status == 200
+            and answer["state"]["follow"] == {"seq": 1, "node": "radix", "query": "?sharing=0&at_radix=0"})
     command(db, {"command": "resume"})
     state = class_endpoint.status(db)
     assert state == {"paused": False, "pace": "paging", "tag": state["tag"],
                      "follow": {"seq": 1, "node": "radix", "query": "?sharing=0&at_radix=0"}}
     assert state["tag"] != first["tag"]
-    for bad in ({"command": "explode"}, {"command": "pace", "node": "nowhere"}, {"command": "follow", "node": ""},
+    for bad in ({"command": "explode"}, {"command": "pace", "node": "nowhere"},
+                {"command": "follow", "node": ""},
                 {"command": "follow", "node": "radix", "query": "?a=<script>"}):
         assert command(db, bad)[0] == 400
     assert class_state.current(db).follow.seq == 1
@@ -211,7 +219,8 @@ def test_a_page_without_the_passphrase_gets_403_and_the_poll_is_revalidated(tmp_
         ("GET", "/lesson-class", {})])
     assert refused.code == 403
     assert form.code == 415  # (a cross-site form cannot send it)
-    assert first.code == 200 and first.headers["Cache-Control"] == "no-cache" and not json.loads(first.body)["paused"]
+    assert (first.code == 200 and first.headers["Cache-Control"] == "no-cache"
+            and not json.loads(first.body)["paused"])
     tag = {"If-None-Match": first.headers["Etag"]}
     again, ok, after, report = fetch_all(routes, [
         ("GET", "/lesson-class", tag),
@@ -235,7 +244,8 @@ def test_the_roster_counts_each_node_and_a_hostile_name_stays_text():
 
     seen = [Seen(sid(1), HOSTILE, "radix", ("fragmentation", "radix"), "?sharing=1&free_r2=1", 1.0, 100.0),
             Seen(sid(2), "Bo", "paging", (), "", 2.0, 100.0), Seen(sid(3), "", "", (), "", 3.0, 0.0)]
-    assert counts(seen, OUTLINE) == {"": 1, "fragmentation": 0, "paging": 1, "radix": 1, "vllm": 0, "explain": 0}
+    assert counts(seen, OUTLINE) == {"": 1, "fragmentation": 0, "paging": 1, "radix": 1, "vllm": 0,
+                                     "explain": 0}
     text = roster_html(seen, OUTLINE, now=101.0, anonymous=False)
     assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
     assert "<b>3</b> students on the lesson · 1 away" in text and "Student 3 (no name yet)" in text
@@ -256,7 +266,8 @@ def test_the_unlocked_teacher_page_shows_the_roster_and_pauses_the_class(tmp_pat
 
     monkeypatch.setenv("KVVIZ_TEACHER_KEY", KEY)
     store = Store(tmp_path / "class.db")
-    roster.save(store, Report(sid(1), "paging", ("fragmentation",), "Ada"), now=__import__("time").time(), owner=False)
+    roster.save(store, Report(sid(1), "paging", ("fragmentation",), "Ada"), now=__import__("time").time(),
+                owner=False)
     page = teacher_view.TeacherPage(store=store, outline=OUTLINE)
     assert page.unlock(KEY)
     controls = page.classroom

@@ -22,12 +22,13 @@ def db(class_db, monkeypatch):
 
 
 def body(**fields) -> bytes:
-    return json.dumps({"student_id": ID, "name": "Ada", "predictions": [], "query": "?sharing=1", **fields}).encode()
+    return json.dumps({"student_id": ID, "name": "Ada", "predictions": [], "query": "?sharing=1",
+                       **fields}).encode()
 
 
 def test_a_hand_in_is_stored_once_cleaned_and_confirmed(db):
-    predictions = [{"node": "radix", "question": "How many blocks?", "predicted": "9", "outcome": "18", "right": False,
-                    "why": "6 shared + 4 × 3 own = 18", "recorded": True}]
+    predictions = [{"node": "radix", "question": "How many blocks?", "predicted": "9", "outcome": "18",
+                    "right": False, "why": "6 shared + 4 × 3 own = 18", "recorded": True}]
     status, answer = endpoint.hand_in(body(name=HOSTILE + " " * 3, predictions=predictions))
     assert status == 200 and answer["ok"] and "Your teacher can see it now" in answer["message"]
     [stored] = db.handins()

@@ -50,7 +50,8 @@ def from_the_recorded_page(predictions: list[dict], name: str = "Ada", query: st
     endpoint._LIMITS.clear()  # (a later hand-in, past the rate limit's 3 s)
     status, answer = endpoint.hand_in(json.dumps({
         "student_id": ID, "name": name, "query": query,
-        "predictions": [{**p, "why": "the engine's arithmetic", "recorded": True} for p in predictions]}).encode())
+        "predictions": [{**p, "why": "the engine's arithmetic", "recorded": True}
+                        for p in predictions]}).encode())
     assert status == 200 and answer["ok"], answer
     return answer
 
@@ -60,7 +61,8 @@ def by_question(h: HandIn) -> dict:
 
 
 def pulses(store: Store) -> dict:
-    return {(p.kind, p.node): (p.students, [(b.value, b.count) for b in p.bars]) for p in pulse(store.handins())}
+    return {(p.kind, p.node): (p.students, [(b.value, b.count) for b in p.bars])
+            for p in pulse(store.handins())}
 
 
 # -- the sequence of issue 28, item 9 --------------------------------------------------------------
@@ -117,7 +119,8 @@ def test_predict_on_the_recorded_page_then_explain_it_back_live_keeps_both(db, m
     live.handin.limit.last -= 10
     assert live.handin.hand_in() is not None
     stored = db.get(ID)
-    assert stored.answer.startswith("A slab is reserved whole") and by_question(stored) == {question: "refused"}
+    assert (stored.answer.startswith("A slab is reserved whole")
+            and by_question(stored) == {question: "refused"})
     assert stored.submissions == 4 and len(stored.checks) == 1
 
 
@@ -133,7 +136,8 @@ def test_the_endpoint_takes_an_answer_and_self_checks_and_merges_them(db):
     assert (stored.answer, [c.key for c in stored.checks], by_question(stored)) == (
         "It pages.", ["gap_after_free"], {("radix", "How many?"): "9"})
     endpoint._LIMITS.clear()
-    status, _ = endpoint.hand_in(json.dumps({"student_id": ID, "name": "Ada", "checks": "not a list"}).encode())
+    status, _ = endpoint.hand_in(json.dumps({"student_id": ID, "name": "Ada",
+                                             "checks": "not a list"}).encode())
     assert status == 200 and [c.key for c in db.get(ID).checks] == ["gap_after_free"]  # (read as none: kept)
 
 
@@ -143,20 +147,24 @@ def pred(node: str, question: str, predicted: str, right: bool | None = None) ->
 
 
 def check(key_: str, typed: str, question: str = "") -> dict:
-    return {"key": key_, "question": question or f"{key_}?", "typed": typed, "outcome": "8", "right": typed == "8"}
+    return {"key": key_, "question": question or f"{key_}?", "typed": typed, "outcome": "8",
+            "right": typed == "8"}
 
 
 def test_a_later_hand_in_merges_question_by_question_and_erases_nothing(class_db):
     store = Store(class_db)
     store.save(HandIn.make(sid(1), "Ada", "my answer", checks=[check("gap", "3"), check("empty", "4")],
                            predictions=[pred("radix", "q1?", "9"), pred("paging", "q2?", "more")],
-                           query="?reserve=8", metrics={"radix": {"SAVED": "50%"}, "paging": {"IN USE": "8"}}), now=100.0)
+                           query="?reserve=8",
+                           metrics={"radix": {"SAVED": "50%"}, "paging": {"IN USE": "8"}}), now=100.0)
     again = store.save(HandIn.make(sid(1), "Ada L.", "", checks=[check("gap", "8"), check("adds", "")],
                                    predictions=[pred("radix", "q1?", "18", True), pred("radix", "q3?", "")],
                                    metrics={"radix": {"SAVED": "67%"}}), now=160.0)
     assert (again.created_at, again.updated_at, again.submissions) == (100.0, 160.0, 2)
-    assert (again.name, again.answer, again.query) == ("Ada L.", "my answer", "")  # the link: where they last were
-    assert [(c.key, c.typed) for c in again.checks] == [("empty", "4"), ("gap", "8")]  # (nothing said: left out)
+    # the link: where they last were
+    assert (again.name, again.answer, again.query) == ("Ada L.", "my answer", "")
+    # (nothing said: left out)
+    assert [(c.key, c.typed) for c in again.checks] == [("empty", "4"), ("gap", "8")]
     assert [(p.node, p.question, p.predicted, p.right) for p in again.predictions] == [
         ("paging", "q2?", "more", None), ("radix", "q1?", "18", True)]
     assert again.metrics == {"radix": {"SAVED": "67%"}, "paging": {"IN USE": "8"}}
@@ -172,7 +180,8 @@ def test_a_later_hand_in_merges_question_by_question_and_erases_nothing(class_db
 
 def test_one_hand_in_holds_one_item_per_question_the_last_one_given(class_db):
     store = Store(class_db)
-    got = store.save(HandIn.make(sid(1), "Ada", predictions=[pred("radix", "q?", "9"), pred("radix", "q?", "18"),
+    got = store.save(HandIn.make(sid(1), "Ada",
+                                 predictions=[pred("radix", "q?", "9"), pred("radix", "q?", "18"),
                                                              pred("radix", "other?", "3")]))
     assert [(p.question, p.predicted) for p in got.predictions] == [("q?", "18"), ("other?", "3")]
 
@@ -189,7 +198,8 @@ def test_the_merged_lists_keep_their_caps_keeping_the_newest(class_db):
     expected = [f"q{i}?" for i in range(6, MAX_ITEMS)] + ["q0?"] + [f"new{i}?" for i in range(5)]
     assert [p.question for p in got.predictions] == expected and len(got.predictions) == MAX_ITEMS
     assert got.predictions[-6].predicted == "again"  # re-answered: now among the newest, kept
-    assert [c.key for c in got.checks] == [f"c{i}" for i in range(6, MAX_ITEMS)] + ["c0"] + [f"new{i}" for i in range(5)]
+    assert ([c.key for c in got.checks] == [f"c{i}" for i in range(6, MAX_ITEMS)] + ["c0"]
+            + [f"new{i}" for i in range(5)])
     assert got.answer == "y" * MAX_ANSWER  # the newer answer, not both
     assert store.get(sid(1)) == got  # (read back whole: nothing past a cap was written)
 
@@ -289,7 +299,8 @@ def expected(sequence: list[HandIn]) -> HandIn:
                   checks=tuple(expected_items(sequence, "checks", model.check_key, lambda c: c.typed)),
                   predictions=tuple(expected_items(sequence, "predictions", model.prediction_key,
                                                    lambda p: p.predicted)),
-                  query=sequence[-1].query, metrics=functools.reduce(lambda m, h: {**m, **h.metrics}, sequence, {}))
+                  query=sequence[-1].query,
+                  metrics=functools.reduce(lambda m, h: {**m, **h.metrics}, sequence, {}))
 
 
 @given(st.lists(handins, min_size=1, max_size=6))

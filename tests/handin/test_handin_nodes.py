@@ -54,7 +54,8 @@ def test_handing_in_from_node_01_then_from_explain_updates_one_row_and_shares_th
 
     explain = lesson.view("explain")  # built after: the name and the confirmation are already there
     box = explain.handin_box
-    assert box.session is lesson.handin and box.name_box.value == "Ada" and "Handed in at" in box.status.object
+    assert (box.session is lesson.handin and box.name_box.value == "Ada"
+            and "Handed in at" in box.status.object)
     lesson.states["explain"].answer = "Paging borrows virtual memory."
     assert box.hand_in() is None and "wait" in box.status.object  # the same session's rate limit
     assert "wait" not in row.status.object  # an error shows only where the button was pressed

@@ -23,7 +23,8 @@ def sid(i: int) -> str:
 def student(i: int, radix: str | None = None, frag: str | None = None, check: str | None = None) -> HandIn:
     preds = []
     if radix is not None:
-        preds.append({"node": "radix", "question": Q_RADIX, "predicted": radix, "outcome": "18", "right": radix == "18"})
+        preds.append({"node": "radix", "question": Q_RADIX, "predicted": radix, "outcome": "18",
+                      "right": radix == "18"})
     if frag is not None:
         preds.append({"node": "fragmentation", "question": Q_FRAG, "predicted": frag, "outcome": "refused",
                       "right": frag == "refused"})
@@ -64,7 +65,8 @@ def test_revealed_the_engines_outcome_is_marked_even_when_nobody_predicted_it():
 
 def test_hidden_nothing_depends_on_the_outcome():
     a = the_class()
-    b = [HandIn.make(h.student_id, h.name, predictions=[{**p.to_json(), "outcome": "something else"} for p in h.predictions],
+    b = [HandIn.make(h.student_id, h.name,
+                     predictions=[{**p.to_json(), "outcome": "something else"} for p in h.predictions],
                      checks=h.checks) for h in a]
     assert [bars(p) for p in pulse(a)] == [bars(p) for p in pulse(b)]
 
@@ -98,7 +100,8 @@ def test_the_pulse_reads_the_stored_class(class_db):
 
 
 def test_the_pulse_html_keeps_hostile_values_as_text(hostile):
-    evil = HandIn.make(sid(1), "Eve", predictions=[{"node": hostile, "question": hostile, "predicted": hostile,
+    evil = HandIn.make(sid(1), "Eve",
+                       predictions=[{"node": hostile, "question": hostile, "predicted": hostile,
                                                     "outcome": hostile}],
                        checks=[{"key": hostile, "question": hostile, "typed": hostile, "outcome": hostile}])
     for reveal in (False, True):

@@ -82,7 +82,8 @@ def test_120_hand_ins_through_two_machines_at_once_all_reach_one_teacher_page_on
         teacher.save(handin(i, 0, answer="again, after the move"))
     after = {h.student_id: h for h in Store(via(class_db, 1)).handins()}
     assert len(after) == 120 and teacher.revision() == 180
-    assert all(after[sid(i)].submissions == 2 and after[sid(i)].answer == "again, after the move" for i in moved)
+    assert all(after[sid(i)].submissions == 2 and after[sid(i)].answer == "again, after the move"
+               for i in moved)
     assert after[sid(moved[0])].link() == f"app?node=paging&reserve={moved[0] % 30 + 1}"
 
 
@@ -137,7 +138,8 @@ def test_hostile_text_is_stored_as_text_and_shown_inert(class_db, hostile, machi
     store = Store(via(class_db, machine))
     h = HandIn.make(sid(1), hostile, f"{FORMULA}\n{INJECTION}",
                     checks=[{"key": "k", "question": hostile, "typed": FORMULA, "right": False}],
-                    predictions=[{"node": "radix", "question": INJECTION, "predicted": FORMULA, "right": True}],
+                    predictions=[{"node": "radix", "question": INJECTION, "predicted": FORMULA,
+                                  "right": True}],
                     metrics={"radix": {hostile: FORMULA}})
     store.save(h)
     store.save(HandIn.make(sid(2), INJECTION, FORMULA))
@@ -161,7 +163,8 @@ def _same_students(target: str, machine: int, rounds: int, barrier) -> None:
 
 def test_the_same_students_handing_in_through_both_machines_at_once_lose_no_update(class_db):
     barrier = CTX.Barrier(4)
-    procs = [CTX.Process(target=_same_students, args=(via(class_db, m), m, 30, barrier)) for m in (0, 1, 0, 1)]
+    procs = [CTX.Process(target=_same_students, args=(via(class_db, m), m, 30, barrier))
+             for m in (0, 1, 0, 1)]
     for p in procs:
         p.start()
     for p in procs:

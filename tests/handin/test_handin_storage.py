@@ -59,7 +59,8 @@ def test_every_field_round_trips(class_db):
                                                                    "feedback": "Right", "right": True}],
                     predictions=[{"node": "paging", "question": "p?", "predicted": "more", "outcome": "fewer",
                                   "right": False}],
-                    query="?reserve=12&add=Pages+fit%21", metrics={"fragmentation": {"IN USE": "8 / 32 · 25%"}})
+                    query="?reserve=12&add=Pages+fit%21",
+                    metrics={"fragmentation": {"IN USE": "8 / 32 · 25%"}})
     stored = store.save(h)
     got = Store(class_db).get(sid(7))  # (a second store: another connection)
     assert got == stored and got.checks == h.checks and got.predictions == h.predictions
@@ -81,12 +82,14 @@ def test_revision_counts_every_write_and_clear_keeps_later_hand_ins(class_db):
 
 def test_reading_an_empty_database_finds_nothing(class_db):
     store = Store(class_db)
-    assert (store.revision(), store.handins(), store.get(sid(1)), store.count(), store.clear()) == (0, [], None, 0, 0)
+    assert (store.revision(), store.handins(), store.get(sid(1)), store.count(), store.clear()) == (
+        0, [], None, 0, 0)
 
 
 def test_reading_a_missing_database_finds_nothing_and_creates_nothing(tmp_path):
     store = Store(tmp_path / "nothing-yet.db")
-    assert (store.revision(), store.handins(), store.get(sid(1)), store.count(), store.clear()) == (0, [], None, 0, 0)
+    assert (store.revision(), store.handins(), store.get(sid(1)), store.count(), store.clear()) == (
+        0, [], None, 0, 0)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -121,7 +124,8 @@ def test_a_full_class_refuses_new_students_but_updates_known_ones(class_db, monk
 
 
 # -- bad input ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("bad", ["", "A" * 32, "0" * 31, "0" * 33, "g" * 32, None, 5, "0" * 31 + "\n", "../" * 11])
+@pytest.mark.parametrize("bad",
+                         ["", "A" * 32, "0" * 31, "0" * 33, "g" * 32, None, 5, "0" * 31 + "\n", "../" * 11])
 def test_a_bad_student_id_is_refused(bad):
     with pytest.raises(ValueError, match="student id"):
         HandIn.make(bad, "Ada")
@@ -136,12 +140,13 @@ def test_an_empty_name_is_refused(name):
 def test_text_is_cleaned_and_capped(hostile):
     h = HandIn.make(sid(1), "  Ada\x00\u202e  Lovelace\n" + "x" * 500, "a\r\nb\x1b[31m\tc" + "y" * 9000,
                     checks=[{"key": "k", "question": hostile, "typed": 3, "right": "yes"}] * (MAX_ITEMS + 5),
-                    predictions=["not a dict", {"node": "radix", "question": "q", "predicted": "x" * 999, "right": True}])
+                    predictions=["not a dict",
+                                 {"node": "radix", "question": "q", "predicted": "x" * 999, "right": True}])
     assert h.name.startswith("Ada Lovelace x") and len(h.name) == MAX_NAME
     assert h.answer.startswith("a\nb [31m c") and len(h.answer) == MAX_ANSWER
     assert len(h.checks) == MAX_ITEMS
-    assert h.checks[0].to_json() == {"key": "k", "question": hostile, "typed": "", "outcome": "", "feedback": "",
-                                     "right": None}
+    assert h.checks[0].to_json() == {"key": "k", "question": hostile, "typed": "", "outcome": "",
+                                     "feedback": "", "right": None}
     assert len(h.predictions) == 1 and len(h.predictions[0].predicted) == model.MAX_SHORT
 
 
@@ -173,21 +178,23 @@ def test_the_storage_refuses_a_hand_in_that_make_would_not_produce(class_db, hos
 
 # -- a self-check and a prediction as handed in -----------------------------------------------------
 def test_handed_in_items_are_frozen_and_round_trip_through_json():
-    check = HandInCheck.make(key="k", question="q?", typed="3", outcome="4", feedback="Not quite", right=False)
+    check = HandInCheck.make(key="k", question="q?", typed="3", outcome="4", feedback="Not quite",
+                             right=False)
     pred = HandInPrediction.make(node="radix", question="p?", predicted="9", outcome="18", right=None)
     for item in (check, pred):
         with pytest.raises(dataclasses.FrozenInstanceError):
             item.right = True  # type: ignore[misc]
         assert type(item).from_json(json.loads(json.dumps(item.to_json()))) == item
     assert list(check.to_json()) == ["key", "question", "typed", "outcome", "feedback", "right"]
-    assert pred.to_json() == {"node": "radix", "question": "p?", "predicted": "9", "outcome": "18", "right": None}
+    assert pred.to_json() == {"node": "radix", "question": "p?", "predicted": "9", "outcome": "18",
+                              "right": None}
 
 
 def test_handed_in_items_from_json_are_cleaned_and_capped_and_a_non_object_is_refused(hostile):
     got = HandInPrediction.from_json({"node": "radix\x00", "question": hostile, "predicted": "x" * 999,
                                       "outcome": 18, "right": "yes", "why": "not handed in", "cls": 1})
-    assert got == HandInPrediction(node="radix", question=hostile, predicted="x" * model.MAX_SHORT, outcome="",
-                                   right=None)
+    assert got == HandInPrediction(node="radix", question=hostile, predicted="x" * model.MAX_SHORT,
+                                   outcome="", right=None)
     for bad in ("a string", ["a", "list"], None, 3):
         with pytest.raises(ValueError, match="A handed-in self-check is a JSON object"):
             HandInCheck.from_json(bad)
@@ -209,9 +216,11 @@ def test_a_hand_in_stored_in_the_old_format_still_loads(class_db):
     older hand-in missing the fields added later (a check's key, outcome, feedback)."""
     store = Store(class_db)
     store.save(handin(1))  # (the tables)
-    checks = [{"key": "gap", "question": "Longest gap?", "typed": "8", "outcome": "8", "feedback": "Right", "right": True},
+    checks = [{"key": "gap", "question": "Longest gap?", "typed": "8", "outcome": "8", "feedback": "Right",
+               "right": True},
               {"question": "Older?", "typed": "3", "right": False}]
-    predictions = [{"node": "paging", "question": "p?", "predicted": "more", "outcome": "fewer", "right": False},
+    predictions = [{"node": "paging", "question": "p?", "predicted": "more", "outcome": "fewer",
+                    "right": False},
                    {"node": "radix", "question": "q?", "predicted": "9", "outcome": "18", "right": None}]
     engine = make_engine(class_db)
     with engine.begin() as c:
@@ -224,10 +233,12 @@ def test_a_hand_in_stored_in_the_old_format_still_loads(class_db):
     assert got.predictions == (HandInPrediction("paging", "p?", "more", "fewer", False),
                                HandInPrediction("radix", "q?", "9", "18", None))
     assert got.score("checks") == (1, 2) and got.score("predictions") == (0, 1)
-    assert [c.to_json() for c in got.checks[:1]] + [p.to_json() for p in got.predictions] == checks[:1] + predictions
+    assert ([c.to_json() for c in got.checks[:1]] + [p.to_json() for p in got.predictions] == checks[:1]
+            + predictions)
     again = store.save(got)  # and it saves again as it was (the stored JSON unchanged for a full item)
     with make_engine(class_db).connect() as c:
-        row = c.execute(sa.select(schema.handins.c.predictions).where(schema.handins.c.student_id == sid(1))).one()
+        row = c.execute(sa.select(schema.handins.c.predictions)
+                        .where(schema.handins.c.student_id == sid(1))).one()
     assert row[0] == model.compact(predictions) and again.submissions == 2
 
 
@@ -321,7 +332,8 @@ def test_a_forked_process_opens_its_own_connection(class_db):
 
 
 # -- PostgreSQL: what a file cannot go through -------------------------------------------------------
-@pytest.mark.parametrize("url", ["mysql://kvviz:secret@db/class", "postgresql://kvviz:secret@db:notaport/class",
+@pytest.mark.parametrize("url",
+                         ["mysql://kvviz:secret@db/class", "postgresql://kvviz:secret@db:notaport/class",
                                  "postgresql://kvviz:secret@db:5432", "http://example.invalid/"])
 def test_a_database_url_that_is_not_postgresql_is_refused_with_a_sentence(url):
     with pytest.raises(StoreError, match="KVVIZ_DB") as e:
@@ -340,7 +352,8 @@ def test_an_unreachable_server_is_a_store_error_that_names_it_without_its_passwo
         assert "secret" not in str(e.value)
 
 
-def test_committed_hand_ins_survive_the_database_server_crashing_and_the_store_reconnects(postgres, postgres_db):
+def test_committed_hand_ins_survive_the_database_server_crashing_and_the_store_reconnects(postgres,
+                                                                                          postgres_db):
     store = Store(postgres.url(postgres_db))
     for i in range(5):
         store.save(handin(i))
@@ -351,4 +364,5 @@ def test_committed_hand_ins_survive_the_database_server_crashing_and_the_store_r
     finally:
         postgres.start()
     store.save(handin(5))  # the same Store, its pooled connection dead: reconnected
-    assert sorted(h.student_id for h in store.handins()) == [sid(i) for i in range(6)] and store.revision() == 6
+    assert (sorted(h.student_id for h in store.handins()) == [sid(i) for i in range(6)]
+            and store.revision() == 6)

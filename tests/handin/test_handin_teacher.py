@@ -113,8 +113,8 @@ def test_predictions_are_read_wherever_they_are_once_each(lesson):
     from kvviz.handin.collect import collect
     from kvviz.state.predict import ResolvedPrediction
 
-    p = ResolvedPrediction(node="paging", question="Will the naive pool refuse?", predicted="yes", outcome="it did",
-                           right=True)
+    p = ResolvedPrediction(node="paging", question="Will the naive pool refuse?", predicted="yes",
+                           outcome="it did", right=True)
     lesson.states["explain"].predictions = [p, "junk"]
     lesson.states["paging"].predictions = [p, dataclasses.replace(p, question="Another?", right=False)]
     h = collect(lesson.states, sid(1), "Ada", lesson.describe)
@@ -138,7 +138,8 @@ def test_the_summary_counts_answers_rights_and_the_most_common_wrong_answers():
     answer, gap, saved = report.summarise(_class(), "Q")
     assert (answer.kind, answer.question, answer.answered) == ("answer", "Q", 3)
     assert (gap.answered, gap.right, gap.judged, gap.wrong) == (4, 1, 4, [("16", 2), ("4", 1)])
-    assert (saved.kind, saved.node, saved.answered, saved.right, saved.judged) == ("prediction", "radix", 2, 1, 2)
+    assert (saved.kind, saved.node, saved.answered, saved.right, saved.judged) == (
+        "prediction", "radix", 2, 1, 2)
     assert report.summarise([], "Q")[0].answered == 0
 
 
@@ -159,11 +160,14 @@ def test_csv_keeps_hostile_text_as_text(hostile):
 
 
 def test_teacher_html_escapes_every_student_field(hostile):
-    evil = HandIn.make(sid(1), hostile, hostile, checks=[{"key": hostile, "question": hostile, "typed": hostile,
+    evil = HandIn.make(sid(1), hostile, hostile,
+                       checks=[{"key": hostile, "question": hostile, "typed": hostile,
                                                          "right": False}],
-                       predictions=[{"node": hostile, "question": hostile, "predicted": hostile, "outcome": hostile}],
+                       predictions=[{"node": hostile, "question": hostile, "predicted": hostile,
+                                     "outcome": hostile}],
                        query="?reserve=12", metrics={hostile: {hostile: hostile}})
-    page = teacher_html.handins_html([evil], 1) + teacher_html.summary_html(report.summarise([evil], hostile), 1)
+    page = (teacher_html.handins_html([evil], 1)
+            + teacher_html.summary_html(report.summarise([evil], hostile), 1))
     page += teacher_html.header_html(1, 1, 1.0, hostile) + teacher_html.handins_html([], 1, hostile)
     assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert 'href="app?reserve=12"' in page and page.count("href=") == 1
@@ -184,7 +188,8 @@ def test_the_teacher_page_builds_nothing_of_the_class_until_the_passphrase(tmp_p
     assert page.unlock("open sesame") and page.key.value == ""
     assert "Secret Student" in page.listing.object and "<b>1</b> hand-in" in page.count.object
     shown = [str(getattr(o, "object", "")) for o in page._layout.objects]
-    assert any("make vllm" in o for o in shown) and "make vllm" not in teacher_view.TITLE_HTML  # (unlocked only)
+    # (unlocked only)
+    assert any("make vllm" in o for o in shown) and "make vllm" not in teacher_view.TITLE_HTML
     store.save(HandIn.make(sid(2), "Late Student"))
     page.refresh()
     assert "Late Student" in page.listing.object

@@ -62,7 +62,8 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor) -> None:
 
 @pytest.mark.parametrize("block_size", [1, 4, 16])
 @pytest.mark.parametrize(
-    ("cache_dtype", "kv_dtype"), [(torch.float32, torch.float32), (torch.float16, torch.float32)], ids=_param_id
+    ("cache_dtype", "kv_dtype"), [(torch.float32, torch.float32), (torch.float16, torch.float32)],
+    ids=_param_id
 )
 def test_store_kv_writes_exactly_the_given_slots(block_size, cache_dtype, kv_dtype):
     gen = torch.Generator().manual_seed(0)
@@ -129,9 +130,11 @@ def test_decode_matches_reference(block_size, group, num_splits, seq_lens, dtype
     q = torch.randn(len(seq_lens), num_kv_heads * group, HEAD_DIM, generator=gen).to(DEVICE, dtype)
     scale = HEAD_DIM**-0.5
 
-    out = paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, scale, num_splits=num_splits)
+    out = paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, scale,
+                                 num_splits=num_splits)
 
-    assert_close(out, paged_decode_attention_ref(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, scale))
+    assert_close(out,
+                 paged_decode_attention_ref(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, scale))
 
 
 @pytest.mark.parametrize("num_splits", [1, 3])
@@ -140,10 +143,12 @@ def test_decode_block_reads_match_reference(num_splits):
     kv = make_paged_kv(MIXED_LENS + [300], 4, 2, torch.float32, gen)
     q = torch.randn(5, 4, HEAD_DIM, generator=gen).to(DEVICE)
     num_blocks = kv.k_cache.shape[0]
-    start = torch.randint(0, 5, (num_blocks,), generator=gen, dtype=torch.int32).to(DEVICE)  # increments add on
+    # increments add on
+    start = torch.randint(0, 5, (num_blocks,), generator=gen, dtype=torch.int32).to(DEVICE)
     reads, expected = start.clone(), start.clone()
 
-    paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 1.0, reads, num_splits=num_splits)
+    paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 1.0, reads,
+                           num_splits=num_splits)
     paged_decode_attention_ref(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 1.0, expected)
 
     assert torch.equal(reads, expected)
@@ -156,7 +161,8 @@ def test_decode_result_does_not_depend_on_split_count():
     q = torch.randn(3, 2, HEAD_DIM, generator=gen).to(DEVICE)
     args = (q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 0.3)
 
-    outs = [paged_decode_attention(*args, num_splits=n) for n in (1, 2, 7)]  # 7: the short sequences' splits are mostly empty
+    # 7: the short sequences' splits are mostly empty
+    outs = [paged_decode_attention(*args, num_splits=n) for n in (1, 2, 7)]
 
     for out in outs[1:]:
         torch.testing.assert_close(out, outs[0], atol=1e-6, rtol=1e-6)
@@ -171,7 +177,8 @@ def test_decode_accepts_int64_indices_strided_q_and_fused_cache():
 
     out = paged_decode_attention(q, kv.k_cache, kv.v_cache, block_tables, seq_lens, 0.25, num_splits=2)
 
-    assert_close(out, paged_decode_attention_ref(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 0.25))
+    assert_close(out,
+                 paged_decode_attention_ref(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 0.25))
 
 
 def test_auto_num_splits_is_one_for_short_sequences_or_full_grids(monkeypatch):
@@ -215,7 +222,8 @@ def test_extend_matches_reference(block_size, group, dtype):
 
     out = paged_extend_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, query_start, kv.seq_lens, scale)
 
-    expected = paged_extend_attention_ref(q, kv.k_cache, kv.v_cache, kv.block_tables, query_start, kv.seq_lens, scale)
+    expected = paged_extend_attention_ref(q, kv.k_cache, kv.v_cache, kv.block_tables, query_start,
+                                          kv.seq_lens, scale)
     assert_close(out, expected)
 
 
@@ -258,7 +266,8 @@ def test_prefill_then_decode_matches_reference_pipeline():
 
     def step(seq_ids, positions, seq_lens, query_start=None):
         n = len(positions)
-        q, k, v = (torch.randn(n, h, HEAD_DIM, generator=gen).to(DEVICE) for h in (num_heads, num_kv_heads, num_kv_heads))
+        q, k, v = (torch.randn(n, h, HEAD_DIM, generator=gen).to(DEVICE)
+                   for h in (num_heads, num_kv_heads, num_kv_heads))
         ids, pos = torch.tensor(seq_ids), torch.tensor(positions)
         outs = [run(name, ids, pos, q, k, v, seq_lens, query_start) for name in ("triton", "torch")]
         assert_close(*outs)
@@ -284,7 +293,8 @@ def test_non_power_of_two_block_size_head_dim_and_group_match_reference():
     assert_close(paged_extend_attention(*extend_args), paged_extend_attention_ref(*extend_args))
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="bf16 runs only on CUDA (the interpreter's bf16 tl.dot is unreliable)")
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="bf16 runs only on CUDA (the interpreter's bf16 tl.dot is unreliable)")
 def test_bf16_decode_and_extend_match_reference():
     gen = torch.Generator().manual_seed(9)
     kv = make_paged_kv(LONG_LENS, 16, 2, torch.bfloat16, gen, head_dim=64)
@@ -318,11 +328,13 @@ def _decode_args(**changes):
         ({"q": lambda a: a["q"][..., :8]}, r"q must have shape \(2, 4, 16\)"),
         ({"v_cache": lambda a: a["v_cache"].half()}, r"k_cache and v_cache must have the same dtype"),
         ({"k_cache": lambda a: a["k_cache"][0]}, r"k_cache must be 4-D"),
-        ({"block_tables": lambda a: a["block_tables"].float()}, r"block_tables must have dtype in \(int32, int64\)"),
+        ({"block_tables": lambda a: a["block_tables"].float()},
+         r"block_tables must have dtype in \(int32, int64\)"),
         ({"seq_lens": lambda a: a["seq_lens"][:1]}, r"seq_lens must have shape \(2,\)"),
         ({"seq_lens": lambda a: a["seq_lens"] + 100}, r"seq_lens has value 105 outside \[1, "),
         ({"block_tables": lambda a: a["block_tables"] + 1000}, r"block_tables \(pages in use\) has value"),
-        ({"block_reads": lambda a: torch.zeros(a["k_cache"].shape[0], dtype=torch.int64)}, r"block_reads must have dtype in \(int32\)"),
+        ({"block_reads": lambda a: torch.zeros(a["k_cache"].shape[0], dtype=torch.int64)},
+         r"block_reads must have dtype in \(int32\)"),
     ],
 )
 def test_decode_rejects_bad_arguments(changes, message):
@@ -343,8 +355,10 @@ def test_decode_rejects_bad_num_splits():
     [
         ({"q": lambda a: a["q"][:, :3]}, r"num_heads \(3\) must be a multiple of num_kv_heads \(2\)"),
         ({"q": lambda a: a["q"].half()}, r"q and the caches must have the same dtype"),
-        ({"q": lambda a: a["q"][..., :8]}, r"q must have shape \(2, 4, 16\) \(total_new, num_heads, head_dim of"),
-        ({"block_tables": lambda a: a["block_tables"].float()}, r"block_tables must have dtype in \(int32, int64\)"),
+        ({"q": lambda a: a["q"][..., :8]},
+         r"q must have shape \(2, 4, 16\) \(total_new, num_heads, head_dim of"),
+        ({"block_tables": lambda a: a["block_tables"].float()},
+         r"block_tables must have dtype in \(int32, int64\)"),
         ({"query_start": lambda a: a["query_start"][:2]}, r"query_start must have shape \(3,\)"),
         ({"seq_lens": lambda a: a["seq_lens"][:1]}, r"seq_lens must have shape \(2,\)"),
     ],
@@ -358,7 +372,8 @@ def test_extend_rejects_bad_arguments_as_decode_does(changes, message):
 
 def test_decode_needs_one_block_table_row_per_query():
     args = _decode_args(block_tables=lambda a: a["block_tables"][:1])
-    with pytest.raises(ValueError, match=r"block_tables must have one row per sequence \(2\), got shape \(1, "):
+    with pytest.raises(ValueError,
+                       match=r"block_tables must have one row per sequence \(2\), got shape \(1, "):
         paged_decode_attention(**args)
 
 

@@ -99,8 +99,8 @@ QUESTIONS = ["why?", "how many blocks does it take", "and the KV cache, where is
 
 
 def _serve(backend: str, sharing: bool, block_size: int) -> list[list[int]]:
-    engine = Engine(EngineConfig(num_blocks=200, block_size=block_size, prefix_sharing=sharing, backend=backend,
-                                 device="cpu", model=TINY, weights="random"))
+    engine = Engine(EngineConfig(num_blocks=200, block_size=block_size, prefix_sharing=sharing,
+                                 backend=backend, device="cpu", model=TINY, weights="random"))
     first = engine.generate([SHARED + QUESTIONS[0]], 6)  # cached before the others arrive
     rest = engine.generate([SHARED + q for q in QUESTIONS[1:]], 10)  # admitted together, each on the prefix
     engine.check_integrity()
@@ -125,8 +125,8 @@ def test_native_sharing_gives_the_tokens_of_torch_and_of_no_sharing(block_size, 
 
 def test_trained_model_native_sharing_matches_the_no_cache_forward():
     """The trained weights, prompts on one shared prefix, against the model with no cache at all."""
-    engine = Engine(EngineConfig(num_blocks=128, block_size=16, backend="native", device="cpu", weights="trained",
-                                 prefix_sharing=True))
+    engine = Engine(EngineConfig(num_blocks=128, block_size=16, backend="native", device="cpu",
+                                 weights="trained", prefix_sharing=True))
     prompts = [SHARED + q for q in QUESTIONS]
     results = engine.generate(prompts[:1], 12) + engine.generate(prompts[1:], 12)
     assert engine.metrics().prefix_hit_tokens >= 3 * 64

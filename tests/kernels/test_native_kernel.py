@@ -35,7 +35,8 @@ def test_the_kernel_builds_here():
                          [(1, 1, 1, 16), (4, 2, 2, 16), (16, 4, 2, 32), (32, 2, 2, 32), (5, 3, 3, 12)])
 def test_decode_matches_reference(block_size, group, num_kv_heads, head_dim):
     gen = torch.Generator().manual_seed(block_size)
-    kv = make_paged_kv(MIXED_LENS + [300], block_size, num_kv_heads, torch.float32, gen, head_dim=head_dim, device=CPU)
+    kv = make_paged_kv(MIXED_LENS + [300], block_size, num_kv_heads, torch.float32, gen, head_dim=head_dim,
+                       device=CPU)
     q = torch.randn(len(MIXED_LENS) + 1, num_kv_heads * group, head_dim, generator=gen)
     args = (q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, head_dim**-0.5)
     _close(cpu_native.paged_decode_attention(*args), paged_decode_attention_ref(*args))
@@ -48,7 +49,8 @@ def test_block_reads_and_plan_match_reference():
     start = torch.randint(0, 5, (kv.k_cache.shape[0],), generator=gen, dtype=torch.int32)
     reads, expected = start.clone(), start.clone()
     plan = cpu_native.plan_decode(kv.block_tables, kv.seq_lens, 4)
-    out = cpu_native.paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 1.0, reads, plan=plan)
+    out = cpu_native.paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 1.0,
+                                            reads, plan=plan)
     ref = paged_decode_attention_ref(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 1.0, expected)
     _close(out, ref)
     assert torch.equal(reads, expected) and bool((reads > start).any())
@@ -58,7 +60,8 @@ def test_what_the_c_does_not_take_goes_to_the_reference():
     """float16, and caches that are strided views (K and V of one fused tensor)."""
     gen = torch.Generator().manual_seed(3)
     for kv, dtype in ((make_paged_kv(MIXED_LENS, 4, 2, torch.float16, gen, device=CPU), torch.float16),
-                      (make_paged_kv(MIXED_LENS, 4, 2, torch.float32, gen, fused_kv=True, device=CPU), torch.float32)):
+                      (make_paged_kv(MIXED_LENS, 4, 2, torch.float32, gen, fused_kv=True, device=CPU),
+                       torch.float32)):
         q = torch.randn(len(MIXED_LENS), 4, HEAD_DIM, generator=gen).to(dtype)
         args = (q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 0.25)
         assert torch.equal(cpu_native.paged_decode_attention(*args), paged_decode_attention_ref(*args))
@@ -89,7 +92,8 @@ def test_without_a_compiler_auto_is_torch_and_native_says_why(tmp_path):
     code = ("from engine.backend import select_backend; import torch; from kernels import cpu_native;"
             "print(select_backend('auto', torch.device('cpu')).name); print(cpu_native.unavailable_reason());"
             "select_backend('native', torch.device('cpu'))")
-    env = {"PATH": "/usr/bin:/bin", "CC": "no-such-compiler", "KVVIZ_NATIVE_CACHE": str(tmp_path), "PYTHONPATH": "."}
+    env = {"PATH": "/usr/bin:/bin", "CC": "no-such-compiler", "KVVIZ_NATIVE_CACHE": str(tmp_path),
+           "PYTHONPATH": "."}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     lines = proc.stdout.splitlines()
     assert lines[:2] == ["torch", "no C compiler (no-such-compiler) on PATH"], proc.stderr
@@ -104,9 +108,10 @@ TINY = ModelConfig(num_layers=2, d_model=32, num_heads=4, num_kv_heads=2, d_ff=6
 
 
 def _run(backend: str) -> tuple[list[list[int]], list[tuple[int, ...]]]:
-    engine = Engine(EngineConfig(num_blocks=40, block_size=4, prefix_sharing=True, backend=backend, device="cpu",
-                                 model=TINY, weights="random"))
-    ids = [engine.add_request(p, max_new_tokens=12) for p in ["shared prefix, then a", "shared prefix, then b", "xyz"]]
+    engine = Engine(EngineConfig(num_blocks=40, block_size=4, prefix_sharing=True, backend=backend,
+                                 device="cpu", model=TINY, weights="random"))
+    ids = [engine.add_request(p, max_new_tokens=12)
+           for p in ["shared prefix, then a", "shared prefix, then b", "xyz"]]
     reads = []
     while engine.has_unfinished():
         engine.step()
@@ -122,7 +127,8 @@ def test_native_and_torch_backends_generate_identical_tokens_and_block_reads():
 
 def test_trained_model_native_matches_the_no_cache_forward():
     """The trained weights, 24 greedy tokens from four prompts, against the model with no cache at all."""
-    engine = Engine(EngineConfig(num_blocks=64, block_size=16, backend="native", device="cpu", weights="trained"))
+    engine = Engine(EngineConfig(num_blocks=64, block_size=16, backend="native", device="cpu",
+                                 weights="trained"))
     prompts = ["The KV cache", "PagedAttention stores", "A radix tree", "Blocks fill"]
     results = engine.generate(prompts, 24)
     for prompt, result in zip(prompts, results, strict=True):

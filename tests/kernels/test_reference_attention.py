@@ -40,5 +40,6 @@ def test_extend_paths_match_attention_one_query_at_a_time(lens, new):
     kv = make_paged_kv(lens, 4, 2, torch.float32, gen, device=CPU)
     q = torch.randn(sum(new), 4, HEAD_DIM, generator=gen)
     query_start = torch.tensor([0, *torch.tensor(new).cumsum(0).tolist()], dtype=torch.int32)
-    got = paged_extend_attention_ref(q, kv.k_cache, kv.v_cache, kv.block_tables, query_start, kv.seq_lens, 0.3)
+    got = paged_extend_attention_ref(q, kv.k_cache, kv.v_cache, kv.block_tables, query_start, kv.seq_lens,
+                                     0.3)
     torch.testing.assert_close(got, _one_query_at_a_time(q, kv, query_start, 0.3), atol=2e-6, rtol=2e-5)

@@ -67,7 +67,8 @@ def test_a_set_value_wins_over_the_cached_default(installed):
 
 
 @pytest.mark.parametrize("value, expected", [(None, True), ("auto", True), (1.5, True), ((1, "a"), True),
-                                              ([1], False), ({}, False), ((1, [2]), False), (object(), False)])
+                                              ([1], False), ({}, False), ((1, [2]), False),
+                                              (object(), False)])
 def test_only_immutable_values_are_kept(value, expected):
     assert bokeh_defaults.immutable(value) is expected
 

@@ -22,7 +22,8 @@ def test_questions_share_the_system_prompt_once_and_a_repeat_adds_nothing():
     assert not cache.ask("  What is a   page? ")  # (the same question, spaced otherwise)
     m = cache.snapshot().metrics
     assert cache.asked == 2
-    assert m.blocks_without_sharing - m.blocks_stored == SYSTEM_PROMPT_BLOCKS  # (the trunk stored once, not twice)
+    # (the trunk stored once, not twice)
+    assert m.blocks_without_sharing - m.blocks_stored == SYSTEM_PROMPT_BLOCKS
     assert m.saved > 0
 
 
@@ -44,7 +45,8 @@ def test_the_projector_view_waits_for_a_question_then_draws_the_tree_and_cards()
     view.refresh()
     assert view.tree is not None and view.empty.object == ""
     m = cache.snapshot().metrics
-    assert f"<dt>BLOCKS STORED</dt><dd>{m.blocks_stored} blk</dd>" in view.cards.object and "SAVED" in view.cards.object
+    assert (f"<dt>BLOCKS STORED</dt><dd>{m.blocks_stored} blk</dd>" in view.cards.object
+            and "SAVED" in view.cards.object)
     assert "<dt>QUESTIONS ASKED</dt><dd>1</dd>" in view.cards.object
     cache.ask("a second question?")
     view.refresh()

@@ -14,8 +14,8 @@ from kvviz.nodes.explain import markdown
 from kvviz.nodes.explain.state import ExplainState
 from kvviz.state.predict import ResolvedPrediction
 
-HOSTILE = ("<img src=x onerror=alert(1)> | a|b ` ``` `code` [link](javascript:alert(1)) *em* _u_ ~~s~~ &lt;b&gt; "
-           "<script>alert(1)</script> ![i](x) \\| end")
+HOSTILE = ("<img src=x onerror=alert(1)> | a|b ` ``` `code` [link](javascript:alert(1)) *em* _u_ ~~s~~ "
+           "&lt;b&gt; <script>alert(1)</script> ![i](x) \\| end")
 
 
 def render(md: str) -> str:
@@ -60,8 +60,8 @@ def test_nothing_predicted_yet_says_so(frag, paging, radix):
 
 
 def test_hostile_text_stays_text_and_keeps_its_table_cell():
-    entry = ResolvedPrediction(node=HOSTILE, question=HOSTILE, predicted=HOSTILE, outcome=HOSTILE, right=False,
-                               why=HOSTILE)
+    entry = ResolvedPrediction(node=HOSTILE, question=HOSTILE, predicted=HOSTILE, outcome=HOSTILE,
+                               right=False, why=HOSTILE)
     md = markdown.document(HOSTILE, HOSTILE, f"{HOSTILE}\n# heading?\n- list?\n1. list?\n    code?\n> quote?",
                            [entry], [entry], [HOSTILE], {"answer": HOSTILE})
     html = render(md)

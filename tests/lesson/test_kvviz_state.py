@@ -44,7 +44,8 @@ def test_check_prompt_refuses_empty_and_too_long():
 # -- node 01 --------------------------------------------------------------------------------
 def test_fragmentation_defaults_show_the_lesson_figures(frag):
     m = frag.snapshot.metrics
-    assert (fmt.in_use(m), fmt.reserved_empty(m), fmt.largest_gap(m)) == ("12 / 32 · 38%", "12 blk", "8 / 8 free")
+    assert (fmt.in_use(m), fmt.reserved_empty(m), fmt.largest_gap(m)) == ("12 / 32 · 38%", "12 blk",
+                                                                          "8 / 8 free")
 
 
 def test_reserved_length_slider_rebuilds_the_pool_with_that_reservation(frag):
@@ -120,7 +121,8 @@ def test_free_r2_mid_run_first_runs_the_three_to_the_end_so_it_draws_what_its_li
     frag.rewind()
     frag.step()
     frag.free_r2()
-    assert frag.snapshot == linked.snapshot and frag.notice.startswith("R1, R2 and R3 were run to the end first")
+    assert (frag.snapshot == linked.snapshot
+            and frag.notice.startswith("R1, R2 and R3 were run to the end first"))
 
 
 def test_notices_say_where_and_how_loud(frag, paging):
@@ -329,7 +331,8 @@ def test_a_self_check_answer_is_committed_until_the_node_changes_the_question(fr
     assert "already" in ex.feedback["empty_other_reserve"]
     frag.reserve = 10  # a new question: "if the slabs were 6"
     assert ex.is_open("empty_other_reserve")
-    assert ex.check("empty_other_reserve", str(FragmentationScenario(6).snapshot().metrics.blocks_reserved_empty))
+    assert ex.check("empty_other_reserve",
+                    str(FragmentationScenario(6).snapshot().metrics.blocks_reserved_empty))
 
 
 def test_self_checks_for_nodes_02_and_03_run_on_copies_of_their_engines(frag, paging, radix):
@@ -341,7 +344,8 @@ def test_self_checks_for_nodes_02_and_03_run_on_copies_of_their_engines(frag, pa
     assert paging.contiguous.metrics.rejected == 0
     paging.add_request(settle=True)
     assert paging.contiguous.metrics.rejected == 1  # the engine's answer, played out on the node itself
-    assert ex.engine_answer("stored_switched") == RadixScenario(prefix_sharing=True).snapshot().metrics.blocks_stored
+    assert (ex.engine_answer("stored_switched")
+            == RadixScenario(prefix_sharing=True).snapshot().metrics.blocks_stored)
     assert radix.snapshot == before[2] and not radix.sharing
 
 
@@ -367,7 +371,8 @@ def test_node_predictions_meet_the_engines_outcome_and_reach_explain_it_back(fra
     assert not frag.predict("maybe") and "Choose one of" in frag.prediction_note
     assert frag.predict("admitted")
     frag.free_r2()
-    assert frag.predictions[-1].to_json() == {"node": "fragmentation", "question": frag.predictions[-1].question,
+    assert frag.predictions[-1].to_json() == {"node": "fragmentation",
+                                              "question": frag.predictions[-1].question,
                                               "predicted": "admitted", "outcome": "refused", "right": False,
                                               "why": frag.explain()}
     assert frag.question() is None and frag.predicted is None
@@ -376,7 +381,8 @@ def test_node_predictions_meet_the_engines_outcome_and_reach_explain_it_back(fra
     assert radix.predictions[-1].outcome == "18" and radix.predictions[-1].right
     ex.check("gap_after_free", "8")
     assert [p.node for p in ex.predictions] == ["fragmentation", "radix", "fragmentation"]
-    assert all(set(p.to_json()) == {"node", "question", "predicted", "outcome", "right", "why"} for p in ex.predictions)
+    assert all(set(p.to_json()) == {"node", "question", "predicted", "outcome", "right", "why"}
+               for p in ex.predictions)
 
 
 def test_a_prediction_for_a_request_added_while_playing_waits_for_its_admission(paging):
@@ -521,7 +527,9 @@ def test_wrong_predictions_of_nodes_01_and_02_give_the_engines_numbers(frag, pag
         paging.add_request(settle=True)
     assert paging.predict("admitted") and paging.add_request(settle=True)
     said = predict.verdict(paging.predictions[-1])
-    assert "in the contiguous pool, R6 needs 6 consecutive blocks; only 2 are free. The paged pool admitted it" in said
+    assert (
+        "in the contiguous pool, R6 needs 6 consecutive blocks; only 2 are free. The paged pool "
+        "admitted it" in said)
     assert not any("look at the picture" in predict.verdict(e) for e in frag.predictions + paging.predictions)
 
 
@@ -543,10 +551,10 @@ def test_the_predictions_list_names_each_node_once():
     from kvviz.nodes import OUTLINE
     from kvviz.nodes.explain.view import predictions_html
 
-    entries = [ResolvedPrediction(node="fragmentation", question="Node 01, 8-block slabs: what?", predicted="8",
-                                  outcome="8", right=True, why="w"),
-               ResolvedPrediction(node="radix", question="Predict first: how many?", predicted="9", outcome="18",
-                                  right=False, why="6 shared + 4 × 3 own = 18")]
+    entries = [ResolvedPrediction(node="fragmentation", question="Node 01, 8-block slabs: what?",
+                                  predicted="8", outcome="8", right=True, why="w"),
+               ResolvedPrediction(node="radix", question="Predict first: how many?", predicted="9",
+                                  outcome="18", right=False, why="6 shared + 4 × 3 own = 18")]
     out = predictions_html(entries, OUTLINE)
     assert "Node 01: Node 01" not in out and "Node 01, 8-block slabs" in out
     assert "Node 03: Predict first" in out and "6 shared + 4 × 3 own = 18" in out

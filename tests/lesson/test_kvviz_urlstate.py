@@ -26,7 +26,8 @@ def field(s: urlstate.UrlState, name: str):
 
 
 def test_url_parses_good_params():
-    s = urlstate.parse_search("?node=paging&reserve=12&free_r2=1&add=a&add=b&sharing=1&op=ask:Q&op=release&show=R2")
+    s = urlstate.parse_search("?node=paging&reserve=12&free_r2=1&add=a&add=b&sharing=1&op=ask:Q&op=release"
+                              "&show=R2")
     assert [field(s, k) for k in ("node", "reserve", "free_r2", "add", "sharing", "show")] == [
         "paging", 12, True, ["a", "b"], True, "R2"]
     assert field(s, "ops") == [("ask", "Q"), ("release", "")]
@@ -51,7 +52,8 @@ def test_url_numbers_that_python_would_choke_on_fall_back_with_a_notice(search):
     assert len(s.notices) == 1
 
 
-@pytest.mark.parametrize("search, value", [("?free_r2=yes", True), ("?sharing=2", False), ("?sharing=on", True),
+@pytest.mark.parametrize("search, value",
+                         [("?free_r2=yes", True), ("?sharing=2", False), ("?sharing=on", True),
                                            ("?free_r2=", False), ("?sharing=no", False)])
 def test_url_flags_other_than_1_or_0_are_read_with_a_notice_alike(search, value):
     s = urlstate.parse_search(search)
@@ -99,7 +101,8 @@ def test_link_replays_a_request_added_while_another_was_generating(frag, paging,
     assert r2.snapshot == radix.snapshot
     assert (p2.step_count, r2.step_count) == (paging.step_count, radix.step_count)
     settled = PagingState()  # the same link without its step counts: the blocks land elsewhere
-    urlstate.restore(urlstate.parse_search(q.replace("add_gap=", "x=")), states(FragmentationState(), settled, RadixState()))
+    urlstate.restore(urlstate.parse_search(q.replace("add_gap=", "x=")),
+                     states(FragmentationState(), settled, RadixState()))
     assert settled.paged != paging.paged
 
 
@@ -109,7 +112,8 @@ def test_link_without_step_counts_runs_each_request_to_the_end_first(paging):
     q = urlstate.query(None, states(FragmentationState(), paging, RadixState()))
     p2 = PagingState()
     hand_written = "&".join(part for part in q.lstrip("?").split("&") if not part.startswith("add_gap="))
-    assert urlstate.restore(urlstate.parse_search(hand_written), states(FragmentationState(), p2, RadixState())) == []
+    assert urlstate.restore(urlstate.parse_search(hand_written),
+                            states(FragmentationState(), p2, RadixState())) == []
     assert p2.paged == paging.paged and not p2.playing
 
 
@@ -122,7 +126,8 @@ def test_malformed_step_counts_are_ignored_with_a_notice(gaps):
 
 def test_step_counts_behind_the_engine_are_a_notice_not_an_error():
     p = PagingState()
-    notices = urlstate.restore(urlstate.parse({"add": ["Pages"], "add_gap": ["0.0"]}), states(FragmentationState(), p, RadixState()))
+    notices = urlstate.restore(urlstate.parse({"add": ["Pages"], "add_gap": ["0.0"]}),
+                               states(FragmentationState(), p, RadixState()))
     assert len(notices) == 1 and "already taken" in notices[0]
     assert p.added == []
 

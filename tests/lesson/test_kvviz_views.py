@@ -191,7 +191,8 @@ def test_strip_update_sends_only_the_columns_that_changed():
     doc = Document()
     doc.add_root(strip.figure)
     sent = []
-    doc.on_change(lambda e: sent.append((e.model, sorted(getattr(e, "cols", None) or getattr(e, "patches", None) or []))))
+    doc.on_change(lambda e: sent.append(
+        (e.model, sorted(getattr(e, "cols", None) or getattr(e, "patches", None) or []))))
     state.free_r2()
     cols = {c for model, cs in sent if model is strip.cells for c in cs}
     assert "label" in cols and not cols & {"x", "y", "x_n", "y_n", "block_id"}
@@ -284,7 +285,8 @@ def test_after_free_r2_node_01_draws_two_separate_holes_in_both_layouts(frag):
     assert free_runs(snap) == [(8, 8), (24, 8)]  # R2's slab, and the tail: 16 free, 8 in a row at most
     boxes = gap_data(snap, 32, NARROW_PER_ROW)
     for sfx in ("", "_n"):  # rows of 32 (a wide screen), rows of 8 (a phone)
-        drawn = [(x, y, w) for x, y, w in zip(boxes["x" + sfx], boxes["y" + sfx], boxes["width" + sfx], strict=True)
+        drawn = [(x, y, w)
+                 for x, y, w in zip(boxes["x" + sfx], boxes["y" + sfx], boxes["width" + sfx], strict=True)
                  if x == x]
         assert len(drawn) == 2
         (x0, y0, w0), (x1, y1, w1) = sorted(drawn, key=lambda b: (b[1], b[0]))
@@ -349,7 +351,8 @@ def test_radix_tree_colours_each_branch_as_its_request_and_the_trunk_as_shared()
     nodes, _, _ = layout(snap)
     fills = dict(zip(nodes["label"], nodes["fill"], strict=True))
     assert fills[nodes["label"][1]] in (SHARED_FILL, owner_colour(1))
-    assert sorted(f for f in nodes["fill"][1:] if f != SHARED_FILL) == sorted(owner_colour(r) for r in (1, 2, 3, 4))
+    assert sorted(f for f in nodes["fill"][1:] if f != SHARED_FILL) == sorted(owner_colour(r)
+                                                                              for r in (1, 2, 3, 4))
     assert nodes["fill"].count(SHARED_FILL) == 1
 
 
@@ -362,7 +365,8 @@ def test_request_list_says_stopped_with_the_reason_and_counts_repeated_refusals(
     for _ in range(6):
         paging.add_request(settle=True)
     lines = why_lines(paging.contiguous, "contiguous")
-    assert len(lines) == 1 and lines[0].startswith(f"{paging.contiguous.metrics.rejected} requests refused by")
+    assert (len(lines) == 1
+            and lines[0].startswith(f"{paging.contiguous.metrics.rejected} requests refused by"))
     both = requests_html(paging.paged, "paging", "paged", paging.contiguous, "contiguous")
     assert "<th>contiguous</th><th>paged</th>" in both and both.count('<tr data-request="R8"') == 1
 
@@ -381,7 +385,8 @@ def test_each_node_shows_only_the_legend_cues_its_pictures_draw():
     from kvviz.nodes.fragmentation import text as frag_text
     from kvviz.nodes.radix import text as radix_text
 
-    assert 'data-cue="gap"' in legend_html(frag_text.LEGEND) and 'data-cue="shared"' not in legend_html(frag_text.LEGEND)
+    assert ('data-cue="gap"' in legend_html(frag_text.LEGEND)
+            and 'data-cue="shared"' not in legend_html(frag_text.LEGEND))
     assert 'data-cue="shared"' in legend_html(radix_text.LEGEND) and 'data-cue="reserved"' not in legend_html(
         radix_text.LEGEND)
 
@@ -412,7 +417,8 @@ def test_free_r2_is_off_with_its_reason_where_there_is_no_r2():
 def test_every_request_colour_carries_its_label_at_a_text_contrast_of_4_5_or_more():
     from kvviz.figures.cells import PALETTE, contrast, ink_on
 
-    assert round(contrast("#ffffff", "#000000"), 1) == 21.0 and round(contrast("#ffffff", "#f0ad4e"), 2) == 1.95
+    assert (round(contrast("#ffffff", "#000000"), 1) == 21.0
+            and round(contrast("#ffffff", "#f0ad4e"), 2) == 1.95)
     for colour in PALETTE:  # (the request chips and the block labels: white on #009E73 read 3.4:1)
         assert contrast(colour, ink_on(colour)) >= 4.5, colour
 

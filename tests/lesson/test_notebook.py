@@ -26,7 +26,9 @@ NOTEBOOK = ROOT / "docs" / "notebook.ipynb"
 
 
 def test_importing_kvviz_imports_neither_panel_nor_the_notebook_module():
-    code = "import sys, kvviz; print(callable(kvviz.node), 'panel' in sys.modules, 'kvviz.notebook' in sys.modules)"
+    code = (
+        "import sys, kvviz; print(callable(kvviz.node), 'panel' in sys.modules, 'kvviz.notebook' in "
+        "sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["True", "False", "False"], done.stderr[-2000:]
 
@@ -97,7 +99,8 @@ def test_a_page_made_whole_holds_every_file_it_linked(tmp_path):
         '<html><head><link rel="stylesheet" href="kvviz.css?v=1" type="text/css" />'
         '<link rel="preload" as="style" href="shadow.css?v=2">'
         '<script type="text/javascript" src="./static/js/lib.js"></script></head>'
-        '<body><script type="application/json">{"url":"shadow.css?v=2"}</script></body></html>', encoding="utf-8")
+        '<body><script type="application/json">{"url":"shadow.css?v=2"}</script></body></html>',
+        encoding="utf-8")
     whole = standalone(page)
     assert re.findall(r'(?:src|href)="', whole) == []
     assert '<script type="text/javascript">var s = "<\\/script><b>";</script>' in whole
@@ -122,7 +125,8 @@ def test_a_recorded_node_is_its_page_gzipped_in_an_iframes_srcdoc(tmp_path, host
     assert shown.startswith("<iframe ") and shown.count("<") == 2  # (the document inside is all escaped)
     assert 'title="01 · Fragmentation (recording)"' in shown
     document = html.unescape(re.search(r'srcdoc="([^"]*)"', shown).group(1))
-    packed = re.search(r'<script type="application/octet-stream" id="kvviz-page">([A-Za-z0-9+/=]+)</script>', document)
+    packed = re.search(r'<script type="application/octet-stream" id="kvviz-page">([A-Za-z0-9+/=]+)</script>',
+                       document)
     assert gzip.decompress(base64.b64decode(packed.group(1))).decode("utf-8") == page
     assert len(shown) < len(page) / 4  # (unpacked by the browser: DecompressionStream)
     assert "DecompressionStream" in document and "document.write(page)" in document

@@ -50,9 +50,11 @@ def test_the_chosen_answer_is_pressed_until_its_prediction_is_met():
     s = FragmentationState()
     panel = Prediction(state=s)
     s.predict("refused")
-    assert CHOSEN in panel.choices["refused"].css_classes and CHOSEN not in panel.choices["admitted"].css_classes
+    assert (CHOSEN in panel.choices["refused"].css_classes
+            and CHOSEN not in panel.choices["admitted"].css_classes)
     s.predict("admitted")
-    assert CHOSEN in panel.choices["admitted"].css_classes and CHOSEN not in panel.choices["refused"].css_classes
+    assert (CHOSEN in panel.choices["admitted"].css_classes
+            and CHOSEN not in panel.choices["refused"].css_classes)
     s.free_r2()
     assert not any(CHOSEN in b.css_classes for b in panel.choices.values())
 

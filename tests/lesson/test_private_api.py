@@ -42,7 +42,8 @@ def test_a_text_only_pane_sends_its_text_alone():
 
     from kvviz.web.live_html import LiveHTML
 
-    pane, plain = LiveHTML("<b>one</b>", styles={"color": "red"}), pn.pane.HTML("<b>one</b>", styles={"color": "red"})
+    pane, plain = (LiveHTML("<b>one</b>", styles={"color": "red"}),
+                   pn.pane.HTML("<b>one</b>", styles={"color": "red"}))
     doc = Document()
     model, stock = pane.get_root(doc), plain.get_root(doc)
     changed: dict[str, list] = {"ours": [], "panel's": []}

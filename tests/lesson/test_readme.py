@@ -31,7 +31,8 @@ def test_the_teachers_sections_come_first_and_the_engineers_get_one_section_of_l
     for title in ("Embedding it in a course page", "System requirements", "Troubleshooting"):
         assert SECTIONS.index(title) < SECTIONS.index("For engineers")
     links = re.findall(r"\]\((docs/[^)]+)\)", section("For engineers"))
-    assert {"docs/install.md", "docs/engine.md", "docs/vllm.md", "docs/benchmarks.md", "docs/testing.md"} <= set(links)
+    assert {"docs/install.md", "docs/engine.md", "docs/vllm.md", "docs/benchmarks.md",
+            "docs/testing.md"} <= set(links)
 
 
 def test_every_local_link_and_picture_exists():
@@ -84,17 +85,20 @@ def engine_answers() -> dict[str, object]:
     }
     scenario = paging.scenario  # (as node 02 runs: each request to its end, then the next added)
     scenario.run_until_idle()
-    opening = (scenario.contiguous.snapshot().metrics.utilisation, scenario.paged.snapshot().metrics.utilisation)
+    opening = (scenario.contiguous.snapshot().metrics.utilisation,
+               scenario.paged.snapshot().metrics.utilisation)
     free = []
     for _ in range(4):
         free.append(scenario.contiguous.snapshot().metrics.blocks_free)
         scenario.add(*scenario.next_request())
         scenario.run_until_idle()
     c, p = scenario.contiguous.snapshot().metrics, scenario.paged.snapshot().metrics
-    answers["paging"] = (opening, free, c.rejected, round(c.utilisation, 2), round(p.utilisation, 2), p.rejected)
+    answers["paging"] = (opening, free, c.rejected, round(c.utilisation, 2), round(p.utilisation, 2),
+                         p.rejected)
     frag.free_r2()
     m = frag.scenario.snapshot().metrics
-    answers["frag_outcome"], answers["frag_free"], answers["frag_gap"] = frag.outcome(), m.blocks_free, m.largest_free_run
+    answers["frag_outcome"], answers["frag_free"], answers["frag_gap"] = (frag.outcome(), m.blocks_free,
+                                                                          m.largest_free_run)
     radix.sharing = True
     answers["radix_outcome"], answers["radix_why"] = radix.outcome(), radix.explain()
     return answers
@@ -110,7 +114,8 @@ def test_the_three_predictions_are_the_lessons_with_the_engines_answers(engine_a
     assert "has 20 free blocks" in a["paging_question"] and "6-block slab" in a["paging_question"]
     assert "With 20, 14 and 8 free: **admitted**. After three adds, 2 are free" in teach
     opening, free, rejected, contiguous, paged, paged_rejected = a["paging"]
-    assert (round(opening[0], 2), round(opening[1], 2)) == (0.67, 0.89) and "CONTIGUOUS reads 67% full and PAGED 89%" in teach
+    assert (round(opening[0], 2), round(opening[1], 2)) == (0.67, 0.89) and (
+        "CONTIGUOUS reads 67% full and PAGED 89%" in teach)
     assert free == [20, 14, 8, 2] and rejected == 1 and paged_rejected == 0
     assert (contiguous, paged) == (0.43, 0.92) and "reads only 43% full" in teach and "(92% full)" in teach
     assert "36 blocks" in a["radix_question"] and a["radix_outcome"] == "18"

@@ -38,7 +38,8 @@ def test_record_resolves_a_pending_prediction():
     got = predict.record("radix", pending, "18", "why")
     assert got == ResolvedPrediction("radix", "How many blocks stored?", "18", "18", True, "why")
     assert predict.verdict(got) == "You predicted 18; the engine: 18. Right: why"
-    assert predict.verdict(ENTRY) == "You predicted 9; the engine: 18. Not this time: 6 shared + 4 × 3 own = 18"
+    assert predict.verdict(ENTRY) == (
+        "You predicted 9; the engine: 18. Not this time: 6 shared + 4 × 3 own = 18")
 
 
 def test_a_pending_prediction_is_frozen_and_a_node_holds_one_or_none():

@@ -186,7 +186,8 @@ def test_radix_answers_end_at_a_word_end_in_the_same_blocks(question):
     node = RadixScenario()
     node.ask(question)
     [answer] = [r for r in node.snapshot().requests if r.prompt == prompt][-1:]
-    longer = Engine(EngineConfig(num_blocks=16, block_size=BLOCK_SIZE)).generate([prompt], max_new + 1)[0].text
+    longer = (Engine(EngineConfig(num_blocks=16, block_size=BLOCK_SIZE))
+              .generate([prompt], max_new + 1)[0].text)
     assert longer.startswith(answer.generated) and longer[len(answer.generated)] in " \n.,;:!?)"
     assert not answer.generated.endswith(" ") and max_new <= untrimmed
     assert len(answer.block_table) == SYSTEM_PROMPT_BLOCKS + UNIQUE_BLOCKS

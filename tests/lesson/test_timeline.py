@@ -207,14 +207,16 @@ def play(timeline: Timeline) -> list:
     return snaps
 
 
-def test_a_second_timeline_on_the_same_path_reads_the_memo_and_runs_no_model(make_config, fresh_memo, monkeypatch):
+def test_a_second_timeline_on_the_same_path_reads_the_memo_and_runs_no_model(make_config, fresh_memo,
+                                                                             monkeypatch):
     config = make_config(block_size=4, num_blocks=16, prefix_sharing=True)
     first = Timeline(config)
     for prompt in ("Page one", "Page two"):
         first.add(prompt, 12)
     expected = play(first)
     calls = []
-    monkeypatch.setattr(Engine, "step", lambda self: calls.append(1) or True)  # any engine step would show here
+    # any engine step would show here
+    monkeypatch.setattr(Engine, "step", lambda self: calls.append(1) or True)
     second = Timeline(config)
     for prompt in ("Page one", "Page two"):
         second.add(prompt, 12)

@@ -37,8 +37,10 @@ def served(tmp_path_factory):
     db = tmp_path_factory.mktemp("handins") / "class.db"
     key = f"test {secrets.token_hex(8)}"
     # (every test's browser is one address, 127.0.0.1, asking a class's worth of live questions: a
-    # burst wider than a student's; the limit itself: tests/deploy/test_throttle.py, tests/ui/test_slow_down.py)
-    env = {"KVVIZ_DB": str(db), "KVVIZ_TEACHER_KEY": key, "KVVIZ_LIVE_BURST": "40", "KVVIZ_HANDIN_BURST": "200"}
+    # burst wider than a student's; the limit itself: tests/deploy/test_throttle.py,
+    # tests/ui/test_slow_down.py)
+    env = {"KVVIZ_DB": str(db), "KVVIZ_TEACHER_KEY": key, "KVVIZ_LIVE_BURST": "40",
+           "KVVIZ_HANDIN_BURST": "200"}
     with Server(apps=("app.py", "teacher.py"), env=env) as server:
         server.db, server.teacher_key = db, key  # (its log's tail is in the error if it does not start)
         yield server

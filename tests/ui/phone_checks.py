@@ -1,6 +1,7 @@
 """What the phone tests share: a phone's browser context, and what a figure draws past its room."""
 
-PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 2}
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
+         "device_scale_factor": 2}
 
 # What a figure draws past its room: a canvas title wider than its figure ("clipped"), a tree's
 # label wider than its box (node 03's radix tree, node 04's block trees), or two label lines

@@ -91,7 +91,8 @@ def expected_cards(snapshots: dict) -> dict[str, str]:
     """Node 02's card texts for these snapshots, as kvviz/nodes.py formats them."""
     from kvviz import formatting as fmt
 
-    return {"CONTIGUOUS": fmt.full(snapshots["contiguous"].metrics), "PAGED": fmt.full(snapshots["paged"].metrics),
+    return {"CONTIGUOUS": fmt.full(snapshots["contiguous"].metrics),
+            "PAGED": fmt.full(snapshots["paged"].metrics),
             "NAIVE REJECTS": fmt.rejects(snapshots["contiguous"].metrics)}
 
 
@@ -165,7 +166,8 @@ def test_hostile_prompt_shows_literally_and_runs_nothing(page, lesson_url):
     box = page.get_by_role("textbox").first
     box.fill("<img src=x onerror=alert(1)>")
     box.press("Enter")
-    expect(page.locator('.kv-requests[data-pool="paged"] .kv-text').last).to_contain_text("<img src=x onerror=alert(1)>")
+    expect(page.locator('.kv-requests[data-pool="paged"] .kv-text').last).to_contain_text(
+        "<img src=x onerror=alert(1)>")
     expect(page.locator(".kv-requests img")).to_have_count(0)
     settled(page)  # (every figure drawn with the new request's blocks, and their text)
     assert dialogs == []
@@ -200,7 +202,8 @@ def test_block_tooltip_shows_hostile_text_as_text(page, lesson_url):
     page.evaluate(TOOLTIP_TEXTS_JS)
     for block in range(16, 22):  # the new request's own blocks sit just after the first row
         col, row = block % 16, block // 16
-        page.mouse.move(box["x"] + 4 + (box["width"] - 8) * (col + 0.5) / 16, box["y"] + 4 + 46 * (row + 0.5))  # (title in HTML)
+        # (title in HTML)
+        page.mouse.move(box["x"] + 4 + (box["width"] - 8) * (col + 0.5) / 16, box["y"] + 4 + 46 * (row + 0.5))
     # (a block holds 16 bytes of it)
     page.wait_for_function("() => window.__kvTips.some((t) => t.includes('<img src=x on'))")
     assert page.locator(".bk-tooltip img").count() == 0
@@ -286,7 +289,8 @@ def test_arrow_key_on_the_slider_moves_it_and_runs_no_shortcut(page, lesson_url)
     # shortcut the key would have sent first: then, no Step back: the pool settled at 7.
     m = FragmentationState(reserve=7).snapshot.metrics
     expect(metric(page, "RESERVED · EMPTY")).to_have_text(fmt.reserved_empty(m))
-    expect(page.locator(".kv-step")).to_contain_text(f"step {FragmentationState(reserve=7).step_count} · idle")
+    expect(page.locator(".kv-step")).to_contain_text(f"step {FragmentationState(reserve=7).step_count} · "
+                                                     "idle")
 
 
 def test_space_on_a_focused_button_clicks_it_and_does_not_play(page, lesson_url):

@@ -59,7 +59,8 @@ def test_the_roster_follows_students_and_pause_stops_every_page(page, browser, r
     t = secrets.token_hex(3)
     ada, evil = f"Ada {t}", f"<img src=x onerror=alert('{t}')>"
     first, second = open_student(browser, recorded.base), open_student(browser, recorded.base)
-    first.get_by_role("button", name="Free R2").first.click()  # (a state of its own: sent with the next report)
+    # (a state of its own: sent with the next report)
+    first.get_by_role("button", name="Free R2").first.click()
     first.locator(".kv-handin-name").last.fill(ada)  # (the hand-in box's name: the roster's too)
     first.locator(".kv-node-fragmentation").first.scroll_into_view_if_needed()
     second.locator(".kv-handin-name").last.fill(evil)
@@ -87,7 +88,8 @@ def test_the_roster_follows_students_and_pause_stops_every_page(page, browser, r
         show.click()
     projector = shown.value
     projector.wait_for_function("document.documentElement.dataset.kvReadyFragmentation === '1'")
-    expect(projector.locator('.kv-metric[data-label="LARGEST GAP"] .kv-value').first).to_have_text("8 / 16 free")
+    expect(projector.locator('.kv-metric[data-label="LARGEST GAP"] .kv-value').first).to_have_text(
+        "8 / 16 free")
     projector.close()
 
     # Pause: every student's page says so, and a shortcut key does nothing under it.

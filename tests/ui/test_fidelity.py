@@ -88,7 +88,8 @@ def test_after_eight_adds_both_pools_and_their_cards_fit_one_laptop_screen(page,
     page.goto(f"{lesson_url}?node=paging&" + "&".join(["add=Memory%20is"] * 8))
     expect(metric(page, "NAIVE REJECTS")).not_to_have_text("0")
     settled(page)
-    contiguous, cards = page.locator(".bk-Figure").first, page.locator(".kv-cards").first  # (its first figure)
+    # (its first figure)
+    contiguous, cards = page.locator(".bk-Figure").first, page.locator(".kv-cards").first
     top = contiguous.bounding_box()["y"]
     assert cards.bounding_box()["y"] + cards.bounding_box()["height"] - top <= 768
     assert page.locator('.kv-node-paging .kv-requests').count() == 1  # one list, both pools' statuses
@@ -109,7 +110,8 @@ def test_quiet_feedback_no_tooltips_on_the_transport_and_each_node_its_own_legen
     # and none shows while hovered, once the hover has reached it.
     assert page.evaluate(DESCRIBED_JS) == []
     page.get_by_role("button", name="Step ▶").hover()
-    page.wait_for_function("(el) => el.matches(':hover')", arg=page.get_by_role("button", name="Step ▶").element_handle())
+    page.wait_for_function("(el) => el.matches(':hover')",
+                           arg=page.get_by_role("button", name="Step ▶").element_handle())
     expect(page.locator(".bk-tooltip")).to_have_count(0)
     page.get_by_role("button", name="Step ▶").click()
     notice = page.locator(".kv-notice")
@@ -130,8 +132,8 @@ def test_release_oldest_with_nothing_left_says_why_and_leaves_are_in_their_reque
       .filter((m) => m.type === "ColumnDataSource" && "sub" in m.data)
       .map((m) => [...m.data.x].map((x, i) => [x, m.data.fill[i]]).filter((n) => n[0] !== null && !Number.isNaN(n[0])))""")
     # the root, the shared trunk in the strip's shared grey, each request's branch in its colour
-    assert sorted(nodes) == [[0, "#444444"], [1, "#8a8a8a"], *sorted([[2, c] for c in
-                                                                     ("#E69F00", "#56B4E9", "#009E73", "#F0E442")])]
+    assert sorted(nodes) == [[0, "#444444"], [1, "#8a8a8a"],
+                             *sorted([[2, c] for c in ("#E69F00", "#56B4E9", "#009E73", "#F0E442")])]
 
 
 def test_stepping_lights_the_blocks_the_kernel_read_shared_ones_by_every_reader(page, lesson_url):
@@ -160,7 +162,8 @@ def test_back_and_continue_links_follow_the_lessons_order(page, lesson_url):
     page.locator('.kv-node-fragmentation .kv-steps a.kv-continue').click()  # the full page: scroll to it
     expect(metric(page, "NAIVE REJECTS")).to_have_text("0")
     # the page holds still, node 02 drawn, with node 02 at the top
-    settled(page, "() => Math.abs(document.querySelector('.kv-node-paging').getBoundingClientRect().top) < 80")
+    settled(page,
+            "() => Math.abs(document.querySelector('.kv-node-paging').getBoundingClientRect().top) < 80")
     page.locator(".kv-summary").scroll_into_view_if_needed()
     expect(page.locator(".kv-summary")).to_contain_text("the three ideas")
 

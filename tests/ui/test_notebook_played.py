@@ -51,7 +51,8 @@ def outputs(nb, source: str) -> list:
 def test_the_notebook_runs_and_shows_node_01_recorded_and_node_02_live(executed):
     nb, _html, _exporter = executed
     assert not [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
-    [recorded] = [o for o in outputs(nb, 'kvviz.node("fragmentation", recorded=True)') if o.output_type == "execute_result"]
+    [recorded] = [o for o in outputs(nb, 'kvviz.node("fragmentation", recorded=True)')
+                  if o.output_type == "execute_result"]
     assert recorded.data["text/html"].startswith('<iframe class="kvviz-node" data-node="fragmentation"')
     assert " srcdoc=" in recorded.data["text/html"]
     live = [o for o in outputs(nb, 'kvviz.node("paging")') if PANEL_VIEW in o.get("data", {})]
@@ -101,7 +102,8 @@ def test_its_static_html_plays_node_01_offline(offline, executed):
     expect(metric("LARGEST GAP")).to_have_text(fmt.largest_gap(at_start))
     expect(frame.locator("nav.kv-steps")).to_be_hidden()  # (the other nodes' pages are not in the notebook)
     # (the frame grew to its page's height: nothing of the node hidden behind a scroll bar)
-    height = page.evaluate("document.querySelector('iframe[data-node=\"fragmentation\"]').getBoundingClientRect().height")
+    height = page.evaluate("document.querySelector('iframe[data-node=\"fragmentation\"]')"
+                           ".getBoundingClientRect().height")
     inner = page.evaluate("""document.querySelector('iframe[data-node="fragmentation"]').contentDocument
         .querySelector('main').getBoundingClientRect().bottom""")
     assert height >= inner

@@ -43,7 +43,8 @@ def note(page, node: str):
 
 
 @pytest.mark.parametrize("which", PAGES)
-def test_node_02_shows_its_strips_right_under_its_heading_and_its_analogy_as_a_card(page, recorded, served, which):
+def test_node_02_shows_its_strips_right_under_its_heading_and_its_analogy_as_a_card(page, recorded, served,
+                                                                                    which):
     page.set_viewport_size(LAPTOP)
     open_page(page, which, served, "paging")
     heading = page.locator(".kv-node-paging .kv-heading h2").first
@@ -67,7 +68,8 @@ def test_node_02_shows_its_strips_right_under_its_heading_and_its_analogy_as_a_c
 
 
 @pytest.mark.parametrize("which", PAGES)
-def test_on_a_phone_node_02_shows_its_heading_then_its_strips_and_their_legend(browser, recorded, served, which):
+def test_on_a_phone_node_02_shows_its_heading_then_its_strips_and_their_legend(browser, recorded, served,
+                                                                               which):
     context = browser.new_context(**PHONE)
     page = context.new_page()
     page.set_default_timeout(60_000)
@@ -79,14 +81,15 @@ def test_on_a_phone_node_02_shows_its_heading_then_its_strips_and_their_legend(b
             ".kv-heading h2", ".kv-strip-box", ".kv-legend-box", ".kv-lead"))
         top = heading.first.bounding_box()
         assert 0 <= strips.first.bounding_box()["y"] - (top["y"] + top["height"]) <= 60
-        assert strips.nth(1).bounding_box()["y"] < legend.first.bounding_box()["y"] < lead.first.bounding_box()["y"]
+        assert (strips.nth(1).bounding_box()["y"] < legend.first.bounding_box()["y"]
+                < lead.first.bounding_box()["y"])
     finally:
         context.close()
 
 
 @pytest.mark.parametrize("which", PAGES)
-def test_on_a_phone_the_radix_trees_four_branches_read_differently_and_lock_n_is_explained(browser, recorded, served,
-                                                                                           which):
+def test_on_a_phone_the_radix_trees_four_branches_read_differently_and_lock_n_is_explained(browser, recorded,
+                                                                                           served, which):
     context = browser.new_context(**PHONE)
     page = context.new_page()
     page.set_default_timeout(60_000)
@@ -150,7 +153,8 @@ def test_the_played_page_offers_the_hand_in_under_an_answered_prediction(page, r
     box.get_by_role("button", name="Hand in", exact=True).click()
     expect(box.locator(".kv-handin-status")).to_contain_text("Your teacher can see it now")
     stored = [h for h in Store(str(served.db)).handins() if h.name == "Under the verdict"]
-    assert len(stored) == 1 and [(p.predicted, p.outcome) for p in stored[0].predictions] == [("refused", "refused")]
+    assert (len(stored) == 1
+            and [(p.predicted, p.outcome) for p in stored[0].predictions] == [("refused", "refused")])
     page.get_by_role("button", name="Reset").first.click()  # a fresh start: the verdict and its box go
     expect(panel.locator(".kv-handin-played")).to_have_count(0)
     assert page.kv_errors == []

@@ -100,9 +100,11 @@ def played(browser, served):
 
 
 def act(page, node: str, action: str, value) -> None:
-    page.evaluate("([n, a, v]) => window.kvvizPlayer.act(n, a, v === null ? undefined : v)", [node, action, value])
+    page.evaluate("([n, a, v]) => window.kvvizPlayer.act(n, a, v === null ? undefined : v)",
+                  [node, action, value])
     # (played to its end; an add at a step before a run's end is the server's: its answer played)
-    page.wait_for_function("(n) => { const x = window.kvvizPlayer.nodes[n]; return x.timer === null && !x.busy; }",
+    page.wait_for_function("(n) => { const x = window.kvvizPlayer.nodes[n]; return x.timer === null && "
+                           "!x.busy; }",
                            arg=node, timeout=120_000)
 
 

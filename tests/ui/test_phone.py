@@ -14,7 +14,8 @@ pytestmark = pytest.mark.ui
 
 
 # The lesson's own parts of the page: the nodes of this issue, the intro and the closing summary.
-OURS = ("kv-node-fragmentation", "kv-node-paging", "kv-node-radix", "kv-node-explain", "kv-intro", "kv-summary")
+OURS = ("kv-node-fragmentation", "kv-node-paging", "kv-node-radix", "kv-node-explain", "kv-intro",
+        "kv-summary")
 
 # Every visible element with text of its own, inside one of `roots` (elements with those classes,
 # shadow roots included), whose font is smaller than `min_px`; figures draw on canvas and are
@@ -81,7 +82,8 @@ def test_a_node_on_a_phone_is_laid_out_at_the_phones_width_with_readable_text(ph
 def test_the_full_page_on_a_phone_has_the_viewport_tag_and_no_sideways_scroll(phone, lesson_url):
     phone.goto(lesson_url)
     settle(phone)
-    assert phone.locator('meta[name="viewport"]').get_attribute("content") == "width=device-width, initial-scale=1"
+    assert phone.locator('meta[name="viewport"]').get_attribute("content") == (
+        "width=device-width, initial-scale=1")
     assert phone.evaluate("window.innerWidth") == 390
     phone.locator(".kv-node-radix").first.scroll_into_view_if_needed()
     expect(phone.locator('.kv-metric[data-node="radix"][data-label="SAVED"] .kv-value')).to_have_text("0%")
@@ -147,14 +149,16 @@ def test_every_control_is_a_44px_touch_target(phone, lesson_url, node):
     assert phone.evaluate(TARGETS_JS) == []
 
 
-@pytest.mark.parametrize("query", ["?node=radix&sharing=1", "?node=radix&sharing=1&op=ask:Why%20is%20the%20sky%20blue",
+@pytest.mark.parametrize("query",
+                         ["?node=radix&sharing=1", "?node=radix&sharing=1&op=ask:Why%20is%20the%20sky%20blue",
                                    "?sharing=1"])
 def test_radix_tree_labels_stay_in_their_boxes_and_no_figure_title_is_cut_off(phone, lesson_url, query):
     phone.goto(lesson_url + query)
     settle(phone)
     if "node=" not in query:  # the full page: its margins leave the figures narrower still
         phone.locator(".kv-node-radix").first.scroll_into_view_if_needed()
-        expect(phone.locator('.kv-metric[data-node="radix"][data-label="SAVED"] .kv-value')).to_have_text("50%")
+        expect(phone.locator('.kv-metric[data-node="radix"][data-label="SAVED"] .kv-value')).to_have_text(
+            "50%")
         settled(phone)
     fit = phone.evaluate(FIT_JS)
     assert fit["checked"] >= 9  # root, trunk and four branches: their labels and block lines

@@ -27,7 +27,8 @@ def plain(tmp_path_factory):
     log = folder / "serve.log"
     env = {**os.environ, "KVVIZ_DB": str(folder / "class.db"), "KVVIZ_TEACHER_KEY": "plain serve"}
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "panel", "serve", "app.py", "teacher.py", "--port", str(port)],
+        proc = subprocess.Popen([sys.executable, "-m", "panel", "serve", "app.py", "teacher.py", "--port",
+                                 str(port)],
                                 cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         base = f"http://localhost:{port}/"
@@ -64,7 +65,8 @@ def test_only_the_listed_files_are_served_there(plain):
 
 def test_the_page_links_the_stylesheet_and_is_styled(page, plain):
     answers = {}
-    page.on("response", lambda r: answers.setdefault(r.url.split("?")[0], r.status) if ".css" in r.url else None)
+    page.on("response",
+            lambda r: answers.setdefault(r.url.split("?")[0], r.status) if ".css" in r.url else None)
     page.goto(plain + "app?node=fragmentation")
     value = page.locator('.kv-metric[data-label="IN USE"] .kv-value')
     expect(value).to_have_text("12 / 32 · 38%")
@@ -78,7 +80,8 @@ def test_the_page_links_the_stylesheet_and_is_styled(page, plain):
 
 def test_the_teacher_page_is_styled_too(page, plain):
     answers = {}
-    page.on("response", lambda r: answers.setdefault(r.url.split("?")[0], r.status) if ".css" in r.url else None)
+    page.on("response",
+            lambda r: answers.setdefault(r.url.split("?")[0], r.status) if ".css" in r.url else None)
     page.goto(plain + "teacher")
     expect(page.get_by_label("Teacher passphrase")).to_be_visible()
     assert answers[plain + stylesheet.url("assets/handin.css").split("?")[0]] == 200

@@ -60,7 +60,8 @@ def test_scripted_actions_play_in_the_browser_with_nothing_sent(page, recorded):
     page.get_by_role("slider", name=re.compile("Reserved length")).first.press("ArrowUp")
     nine = FragmentationState(reserve=9)  # what the live engine shows at 9, R2 freed
     nine.free_r2()
-    expect(metric(page, "RESERVED · EMPTY")).to_have_text(f"{nine.snapshot.metrics.blocks_reserved_empty} blk")
+    expect(metric(page, "RESERVED · EMPTY")).to_have_text(f"{nine.snapshot.metrics.blocks_reserved_empty} "
+                                                          "blk")
     page.get_by_role("button", name="⟲ Rewind").first.click()
     expect(page.locator(".kv-step").first).to_contain_text("step 0")
     page.get_by_role("button", name="Step ▶").first.click()
@@ -110,7 +111,8 @@ def test_network_cut_scripted_actions_still_work_and_a_question_says_why_not(pag
     box.press("Enter")
     note = page.locator(".kv-live-note").first
     expect(note).to_contain_text("Live", timeout=LIVE_MS)
-    expect(metric(page, "BLOCKS STORED")).to_have_text(f"{_radix_blocks('sharing=1&op=ask:What is a page of memory?')} blk")
+    expect(metric(page, "BLOCKS STORED")).to_have_text(
+        f"{_radix_blocks('sharing=1&op=ask:What is a page of memory?')} blk")
     # ... said where the student typed: under the question box, above the node's picture and numbers
     settled(page)
     typed, said = box.bounding_box(), note.bounding_box()
@@ -203,7 +205,8 @@ def test_hand_in_from_the_recorded_lesson_in_one_request(page, recorded, served)
     page.get_by_role("checkbox", name="Prefix sharing").check()
     expect(page.locator('.kv-predict-note[data-node="radix"]')).to_contain_text("Right")
     name = "<img src=x onerror=alert(1)> played"
-    end = page.get_by_role("region", name="Hand in")  # (the box under Explain it back; one shows under the verdict too)
+    # (the box under Explain it back; one shows under the verdict too)
+    end = page.get_by_role("region", name="Hand in")
     end.locator(".kv-handin-name").fill(name)
     end.get_by_role("button", name="Hand in", exact=True).click()
     expect(end.locator(".kv-handin-status")).to_contain_text("Your teacher can see it now")
@@ -238,7 +241,8 @@ def test_the_server_computes_exactly_what_the_recording_holds(page, recorded):
     }""", recorded_branch)
     assert differences == []
     for label, value in before.items():
-        expect(page.locator(f'.kv-metric[data-node="fragmentation"][data-label="{label}"] .kv-value')).to_have_text(value)
+        expect(page.locator(f'.kv-metric[data-node="fragmentation"][data-label="{label}"] .kv-value')
+               ).to_have_text(value)
 
 
 def test_a_figures_size_follows_the_state_shown_even_after_quick_toggles(page, recorded):
@@ -273,7 +277,8 @@ def test_on_a_phone_the_recorded_lesson_is_laid_out_at_the_phones_width(browser,
     context = browser.new_context(**PHONE)
     page = context.new_page()
     open_lesson(page, recorded)
-    assert page.locator('meta[name="viewport"]').get_attribute("content") == "width=device-width, initial-scale=1"
+    assert page.locator('meta[name="viewport"]').get_attribute("content") == (
+        "width=device-width, initial-scale=1")
     assert page.evaluate("window.innerWidth") == 390
     settled(page)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
@@ -459,5 +464,6 @@ def test_a_link_to_explain_it_back_opens_the_recorded_lesson_there_with_its_stat
     for key in ("Fragmentation", "Paging", "Radix"):
         page.wait_for_function(f"document.documentElement.dataset.kvReady{key} === '1'")
     expect(page.locator(".kv-node-explain").first).to_be_in_viewport(timeout=15_000)
-    expect(page.locator(".kv-node-fragmentation").first).not_to_be_in_viewport()  # (scrolled there, past node 01)
+    # (scrolled there, past node 01)
+    expect(page.locator(".kv-node-fragmentation").first).not_to_be_in_viewport()
     assert "reserve=12" in page.url

@@ -24,10 +24,11 @@ def test_node_01_prediction_is_locked_in_then_met_by_the_engines_outcome(page, l
     expect(note(page, "fragmentation")).to_contain_text("Locked in: refused. Now use Free R2")
     page.get_by_role("button", name="Free R2").click()
     expect(note(page, "fragmentation")).to_have_text(
-        "You predicted refused; the engine: refused. Right: after R2's release 16 blocks are free, but the longest "
-        "run of them is 8, short of the 12 in a row R4 needs.")
+        "You predicted refused; the engine: refused. Right: after R2's release 16 blocks are free, but the "
+        "longest run of them is 8, short of the 12 in a row R4 needs.")
     expect(page.get_by_role("button", name="Predict: refused")).to_be_hidden()  # asked once per Free R2
-    page.get_by_role("button", name="Reset").click()  # a fresh start: the old verdict goes, the question is back
+    # a fresh start: the old verdict goes, the question is back
+    page.get_by_role("button", name="Reset").click()
     expect(note(page, "fragmentation")).to_have_count(0)
     expect(page.get_by_role("button", name="Predict: refused")).to_be_visible()
     assert page.kv_errors == []

@@ -11,9 +11,10 @@ from tools.browser import settled
 
 pytestmark = pytest.mark.ui
 
-READABLE = ("button", "input:not([type=checkbox])", "select", "textarea", ".bk-slider-title", ".bk-input-group > label",
-            ".kv-value", "h2", ".kv-headline", ".kv-predict-question", ".kv-step", ".kv-label", ".bk-label",
-            "summary", ".kv-figure-title", ".kv-legend span", ".kv-note", ".kv-events", ".kv-tails", ".kv-reads")
+READABLE = ("button", "input:not([type=checkbox])", "select", "textarea", ".bk-slider-title",
+            ".bk-input-group > label", ".kv-value", "h2", ".kv-headline", ".kv-predict-question", ".kv-step",
+            ".kv-label", ".bk-label", "summary", ".kv-figure-title", ".kv-legend span", ".kv-note",
+            ".kv-events", ".kv-tails", ".kv-reads")
 
 # (selector, font size, text) of every visible element matching one of the selectors, in shadow roots too.
 SIZES_JS = """(selectors) => {
@@ -76,10 +77,12 @@ def test_prefix_sharing_is_a_large_switch_that_says_its_state(projector, lesson_
     box = switch.bounding_box()
     assert box["width"] >= 48 and box["height"] >= 28
     label = projector.locator(".kv-sharing .bk-label")
-    assert projector.evaluate("(el) => getComputedStyle(el, '::after').content", label.element_handle()) == '": off"'
+    assert projector.evaluate("(el) => getComputedStyle(el, '::after').content",
+                              label.element_handle()) == '": off"'
     switch.click()
     expect(projector.locator('.kv-metric[data-label="SAVED"] .kv-value')).to_have_text("50%")
-    assert projector.evaluate("(el) => getComputedStyle(el, '::after').content", label.element_handle()) == '": on"'
+    assert projector.evaluate("(el) => getComputedStyle(el, '::after').content",
+                              label.element_handle()) == '": on"'
     settled(projector)  # the radix tree, shown now, takes the projector's sizes too
     drawn = figure_texts(projector)
     assert len(drawn) >= 3 and [t for t in drawn if float(t[0].removesuffix("px")) < 18] == []

@@ -98,7 +98,8 @@ def test_each_node_shows_at_most_one_and_a_quarter_times_the_reference_lessons_w
     counted = node_words(page)
     for key, budget in BUDGET.items():
         assert 60 < len(counted[key]) <= budget, (key, len(counted[key]), " ".join(counted[key]))
-    # Counted as shown: node 01's strip title (canvas or HTML), its cards' labels; not the request table's text.
+    # Counted as shown: node 01's strip title (canvas or HTML), its cards' labels; not the request table's
+    # text.
     assert "address" in counted["fragmentation"] and "GAP" in counted["fragmentation"]
     assert "finished" not in counted["fragmentation"] and "generated" not in counted["radix"]
 

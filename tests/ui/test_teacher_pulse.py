@@ -61,7 +61,8 @@ def test_the_pulse_shows_the_class_then_reveals_the_engine(page, served):
     assert chart.evaluate(MIN_TEXT_PX) >= 18  # readable on a projector
 
     store.save(predicted(question, "18"))  # handed in while the chart is on the screen
-    expect(says).to_have_text(f"2 predicted 9, 1 predicted 18, 1 predicted {evil} (the engine's answer is hidden)",
+    expect(says).to_have_text(f"2 predicted 9, 1 predicted 18, 1 predicted {evil} (the engine's answer is "
+                              "hidden)",
                               timeout=SHOWN_WITHIN_S * 1000)
     expect(chart.locator(".kv-p-count")).to_have_text(["2 50%", "1 25%", "1 25%"])
 
@@ -98,5 +99,6 @@ def test_a_students_prediction_from_node_03_shows_in_its_questions_chart(page, b
     context.close()
     open_teacher(page, served)
     chart = page.locator('.kv-p-q[data-node="radix"]', has_text="Switch Prefix sharing on")
-    expect(chart.locator(".kv-p-says")).to_contain_text("1 predicted 27")  # (only this test predicts 27 there)
+    # (only this test predicts 27 there)
+    expect(chart.locator(".kv-p-says")).to_contain_text("1 predicted 27")
     assert page.kv_errors == []

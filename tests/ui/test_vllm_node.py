@@ -45,8 +45,10 @@ def test_node_04_shows_vllms_shared_trunk_and_identical_tokens(page, vllm_lesson
     expect(trunk).to_have_attribute("data-trunk", "3", timeout=30_000)
     expect(trunk).to_contain_text("You are a patient teacher")
     expect(page.locator('.kv-metric[data-label="SAME TOKENS"] .kv-value')).to_have_text("4 / 4")
-    expect(page.locator('.kv-metric[data-label="SAME BLOCKS"] .kv-value')).to_have_text(re.compile(r"^(\d+) / \1$"))
-    expect(page.locator('.kv-metric[data-label="CACHED BLOCKS"] .kv-value')).to_have_text(re.compile(r"^\d+ / 64$"))
+    expect(page.locator('.kv-metric[data-label="SAME BLOCKS"] .kv-value')).to_have_text(
+        re.compile(r"^(\d+) / \1$"))
+    expect(page.locator('.kv-metric[data-label="CACHED BLOCKS"] .kv-value')).to_have_text(
+        re.compile(r"^\d+ / 64$"))
     assert page.locator(".kv-vllm-tree").bounding_box()["height"] > 200
     assert page.kv_errors == []
 

@@ -37,7 +37,8 @@ def test_node_04_without_vllm_plays_the_recording(page, no_vllm_url):
     expect(page.locator(".kv-vllm-trunk")).to_have_attribute("data-trunk", "3")
     for label in ("KV USAGE", "CACHED BLOCKS", "PREFIX HIT RATE", "RUNNING · WAITING", "PREEMPTIONS"):
         expect(page.locator(f'.kv-metric[data-label="{label}"] .kv-value')).not_to_have_text("–")
-    expect(page.locator('.kv-metric[data-label="CACHED BLOCKS"] .kv-value')).to_have_text(re.compile(r"^\d+ / 64$"))
+    expect(page.locator('.kv-metric[data-label="CACHED BLOCKS"] .kv-value')).to_have_text(
+        re.compile(r"^\d+ / 64$"))
     expect(page.locator('.kv-metric[data-label="SAME TOKENS"] .kv-value')).to_have_text(
         f"{len(rec.exchanges)} / {len(rec.exchanges)}", timeout=60_000)
     assert page.locator(".kv-vllm-tree").bounding_box()["height"] > 200

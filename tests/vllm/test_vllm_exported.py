@@ -31,7 +31,8 @@ def test_the_recipe_shows_the_recordings_last_snapshot_with_both_engines_answers
     assert all(e.our_ids and e.first_divergence is None for e in state.exchanges)  # our engine served them
     kind, said = status_line(state)
     assert kind == "recording" and said.startswith("A recording, not live: vLLM ")
-    assert state.recording.recording.vllm_version in said and "When a vLLM answers" not in said  # (a static page)
+    # (a static page)
+    assert state.recording.recording.vllm_version in said and "When a vLLM answers" not in said
     assert 'data-trunk="3"' in trunk_html(state)
 
 

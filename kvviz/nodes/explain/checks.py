@@ -69,29 +69,29 @@ def _stored_with_sharing_switched(_frag, _paging, radix) -> int:  # (as RadixSta
 CHECKS = (
     SelfCheck(
         "gap_after_free", "fragmentation",
-        lambda f, p, r: (f"Node 01, {f.reserve}-block slabs, all three replies done: R2 is released. What will "
-                         "LARGEST GAP read then (the longest run of free blocks)?"),
+        lambda f, p, r: (f"Node 01, {f.reserve}-block slabs, all three replies done: R2 is released. What "
+                         "will LARGEST GAP read then (the longest run of free blocks)?"),
         _gap_after_free,
         "Freeing a slab opens a hole exactly its length, wherever it sat; it joins the free tail only if it "
         "touches it.", hides=("frag_gap",)),
     SelfCheck(
         "empty_other_reserve", "fragmentation",
-        lambda f, p, r: (f"If node 01's slabs were {_other_reserve(f)} blocks instead of {f.reserve}, how many "
-                         "blocks would be reserved but hold no token?"),
+        lambda f, p, r: (f"If node 01's slabs were {_other_reserve(f)} blocks instead of {f.reserve}, how "
+                         "many blocks would be reserved but hold no token?"),
         _empty_with_other_reserve,
         "Each reply fills the same 4 blocks whatever its slab; the rest of every slab that fits is empty, "
         "and a slab that does not fit is refused and wastes nothing."),
     SelfCheck(
         "adds_before_refusal", "paging",
-        lambda f, p, r: ("Node 02: press Add request again and again (the lesson's next prompts). How many more "
-                         "requests will the contiguous pool admit before it refuses one?"),
+        lambda f, p, r: ("Node 02: press Add request again and again (the lesson's next prompts). How many "
+                         "more requests will the contiguous pool admit before it refuses one?"),
         _admitted_before_refusal,
         "Each request locks a whole slab at once, so the contiguous pool runs out of long-enough gaps long "
         "before its blocks are full of tokens."),
     SelfCheck(
         "stored_switched", "radix",
-        lambda f, p, r: (f"Node 03 with prefix sharing switched {'off' if r.sharing else 'on'}, same questions: "
-                         "how many blocks would the live requests store (BLOCKS STORED)?"),
+        lambda f, p, r: (f"Node 03 with prefix sharing switched {'off' if r.sharing else 'on'}, same "
+                         "questions: how many blocks would the live requests store (BLOCKS STORED)?"),
         _stored_with_sharing_switched,
         "With sharing, the system prompt's full blocks are stored once for every request that starts with "
         "them; without, once per request.", hides=("radix_store",)),

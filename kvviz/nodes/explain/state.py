@@ -47,7 +47,8 @@ class ExplainState(param.Parameterized):
     answer = param.String(default="", label="Your answer", doc="the student's explanation (plain text)")
     responses = param.Dict(default={}, doc="self-check key -> its ResolvedPrediction (see `predictions`)")
     feedback = param.Dict(default={}, doc="self-check key -> a sentence on the student's answer")
-    predictions = param.List(default=[], doc="every ResolvedPrediction: the nodes' own, then the self-checks'")
+    predictions = param.List(default=[],
+                             doc="every ResolvedPrediction: the nodes' own, then the self-checks'")
 
     def __init__(self, fragmentation: NodeState, paging: NodeState, radix: NodeState, **params):
         super().__init__(**params)
@@ -125,14 +126,14 @@ class ExplainState(param.Parameterized):
                         f"{f.blocks_with_tokens} of {f.blocks_total} blocks hold tokens; "
                         f"{f.blocks_reserved_empty} are reserved but empty.",
             "frag_gap": f"Node 01's longest free gap: {f.largest_free_run} of {f.blocks_free} free blocks.",
-            "paging": f"Node 02, same requests: the contiguous pool is {fmt.percent(c.utilisation)}% full and "
-                      f"refused {c.rejected}; the paged pool is {fmt.percent(p.utilisation)}% full and refused "
-                      f"{p.rejected}.",
-            "radix_store": f"Node 03 (sharing {'on' if self.radix.sharing else 'off'}): {r.blocks_stored} blocks "
-                           f"stored against {r.blocks_without_sharing} without sharing ({fmt.percent(r.saved)}% "
-                           "saved).",
-            "radix_prefill": f"Node 03's prefill computed {r.prefill_tokens_computed} prompt tokens and reused "
-                             f"{r.prefix_hit_tokens} from the cache.",
+            "paging": f"Node 02, same requests: the contiguous pool is {fmt.percent(c.utilisation)}% full "
+                      f"and refused {c.rejected}; the paged pool is {fmt.percent(p.utilisation)}% full and "
+                      f"refused {p.rejected}.",
+            "radix_store": f"Node 03 (sharing {'on' if self.radix.sharing else 'off'}): {r.blocks_stored} "
+                           f"blocks stored against {r.blocks_without_sharing} without sharing "
+                           f"({fmt.percent(r.saved)}% saved).",
+            "radix_prefill": f"Node 03's prefill computed {r.prefill_tokens_computed} prompt tokens and "
+                             f"reused {r.prefix_hit_tokens} from the cache.",
         }
         return facts
 

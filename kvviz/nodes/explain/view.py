@@ -22,7 +22,8 @@ from kvviz.web.redraw import Redraw
 
 def facts_html(state: ExplainState, *_deps) -> str:
     items = "".join(f"<li>{html.escape(f)}</li>" for f in state.facts())
-    return f'<div class="kv-facts"><div class="kv-facts-title">What the live state shows</div><ul>{items}</ul></div>'
+    return (f'<div class="kv-facts"><div class="kv-facts-title">What the live state shows</div>'
+            f'<ul>{items}</ul></div>')
 
 
 def feedback_html(state: ExplainState, key: str, feedback: dict) -> str:
@@ -34,11 +35,13 @@ def feedback_html(state: ExplainState, key: str, feedback: dict) -> str:
 
 
 def question_html(state: ExplainState, key: str) -> str:
-    return f'<div class="kv-question" data-check="{html.escape(key)}">{html.escape(state.question(key))}</div>'
+    return (
+        f'<div class="kv-question" data-check="{html.escape(key)}">{html.escape(state.question(key))}</div>')
 
 
 def predictions_html(predictions: list[ResolvedPrediction], outline=()) -> str:
-    """`outline`: the lesson's nodes, (key, number, title) each: a prediction is named by its node's number."""
+    """`outline`: the lesson's nodes, (key, number, title) each: a prediction is named by its node's
+    number."""
     if not predictions:
         return ""
     numbers = {key: number for key, number, _title in outline}
@@ -62,14 +65,16 @@ class ExplainView(pn.viewable.Viewer):
     on_interact = param.Callable(default=None, doc="unused: explain it back has no engine of its own")
     outline = param.Parameter(default=(), doc="the lesson's nodes, (key, number, title) each (Node.outline)")
     handin = param.ClassSelector(class_=HandInSession, default=None,
-                                 doc="the session's hand-in (Lesson.handin); default: one over this state's own")
+                                 doc="the session's hand-in (Lesson.handin); default: one over this state's "
+                                     "own")
 
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
         # (each part the played page drives has a class of its own: kvviz/export/checks.py finds it by that)
         facts = LiveHTML(facts_html(s), sizing_mode="stretch_width", css_classes=["kv-explain-facts"])
-        questions = {c.key: LiveHTML(question_html(s, c.key), margin=(0, 10), css_classes=[f"kv-check-question-{c.key}"])
+        questions = {c.key: LiveHTML(question_html(s, c.key), margin=(0, 10),
+                                     css_classes=[f"kv-check-question-{c.key}"])
                      for c in CHECKS}
 
         def redraw_live():
@@ -83,9 +88,10 @@ class ExplainView(pn.viewable.Viewer):
         s.param.watch(lambda _e: setattr(facts, "object", facts_html(s)), "responses")
         checks = []
         for c in CHECKS:
-            box = pn.widgets.TextInput(label="Your answer", placeholder="a whole number", width=160, max_length=6,
-                                       css_classes=[f"kv-check-box-{c.key}"])
-            button = pn.widgets.Button(label="Check", color="primary", align="end", css_classes=[f"kv-check-button-{c.key}"])
+            box = pn.widgets.TextInput(label="Your answer", placeholder="a whole number", width=160,
+                                       max_length=6, css_classes=[f"kv-check-box-{c.key}"])
+            button = pn.widgets.Button(label="Check", color="primary", align="end",
+                                       css_classes=[f"kv-check-button-{c.key}"])
             button.on_click(lambda _e, c=c, box=box: s.check(c.key, box.value_input or box.value))
             box.param.watch(lambda _e, c=c, box=box: s.check(c.key, box.value), "enter_pressed")
             checks.append(pn.Column(
@@ -111,8 +117,8 @@ class ExplainView(pn.viewable.Viewer):
             facts,
             pn.pane.Markdown(text.CHECKS_HEADING, sizing_mode="stretch_width", css_classes=["kv-prose"]),
             pn.FlexBox(*checks, flex_wrap="wrap", sizing_mode="stretch_width"),
-            LiveHTML(pn.bind(predictions_html, s.param.predictions, self.outline), sizing_mode="stretch_width",
-                     css_classes=["kv-explain-predictions"]),
+            LiveHTML(pn.bind(predictions_html, s.param.predictions, self.outline),
+                     sizing_mode="stretch_width", css_classes=["kv-explain-predictions"]),
             download,
             self.handin_box,
             step_links("explain", self.outline),

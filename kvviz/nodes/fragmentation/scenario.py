@@ -39,6 +39,7 @@ class FragmentationScenario(OnePool):
     def free_r2(self) -> int:
         """Release R2, then try a long request that needs a longer slab. Returns its id."""
         self.timeline.release(self.ids[1])
-        rid = self.timeline.add(LONG_REQUEST_PROMPT, max_new_for(LONG_REQUEST_PROMPT, KV_TOKENS), LONG_REQUEST_BLOCKS)
+        rid = self.timeline.add(LONG_REQUEST_PROMPT, max_new_for(LONG_REQUEST_PROMPT, KV_TOKENS),
+                                LONG_REQUEST_BLOCKS)
         self.timeline.run_until_idle()
         return rid

@@ -40,7 +40,8 @@ class FragmentationState(NodeState):
         self.scenario = new_scenario(FragmentationScenario, self.reserve)
         # (a prediction locked in was asked about the old length: _refresh drops it, and says so)
         if freed and (why := self._why_not(self.scenario.free_r2)) is not None:
-            return self._refresh(f"With {self.reserve}-block slabs there is no R2 to free: {why}", playing=False)
+            return self._refresh(f"With {self.reserve}-block slabs there is no R2 to free: {why}",
+                                 playing=False)
         self._refresh(playing=False)
 
     def free_r2(self) -> None:
@@ -76,8 +77,8 @@ class FragmentationState(NodeState):
         snap = self.scenario.snapshot()
         newest, m = snap.requests[-1], snap.metrics
         if newest.status == "refused":
-            return text.WHY_REFUSED.format(free=m.blocks_free, run=m.largest_free_run, need=LONG_REQUEST_BLOCKS,
-                                           name=newest.name)
+            return text.WHY_REFUSED.format(free=m.blocks_free, run=m.largest_free_run,
+                                           need=LONG_REQUEST_BLOCKS, name=newest.name)
         table = newest.block_table
         return text.WHY_ADMITTED.format(need=len(table), name=newest.name, first=min(table), last=max(table))
 

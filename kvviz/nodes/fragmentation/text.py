@@ -41,8 +41,8 @@ TRY = (
 )
 TRY_MORE = (
     '<details class="kv-more"><summary>More to try</summary>\n\n'
-    f"Past {_MOST_THAT_FIT} blocks the third slab no longer fits and R3 is refused. Below {_NEEDED}, nothing is "
-    "reserved empty any more, but the replies stop when their slab is full (CUT OFF); below "
+    f"Past {_MOST_THAT_FIT} blocks the third slab no longer fits and R3 is refused. Below {_NEEDED}, nothing "
+    "is reserved empty any more, but the replies stop when their slab is full (CUT OFF); below "
     f"{_PROMPT_BLOCKS} a prompt does not even fit its slab, and at 1 all three requests are refused. After "
     f"**Free R2**, a request that needs a {LONG_REQUEST_BLOCKS}-block slab arrives.\n\n</details>"
 )
@@ -68,5 +68,6 @@ CARDS = (  # (the registry's: each reads the engine's Metrics)
     # the other cost of the reserved length: a slab too short stops the reply
     Card("CUT OFF", fmt.cut_off, "Replies the engine stopped because their slab was full, of the requests "
          "holding a slab."),
-    Card("LARGEST GAP", fmt.largest_gap, "Longest run of free blocks next to each other, of all free blocks."),
+    Card("LARGEST GAP", fmt.largest_gap,
+         "Longest run of free blocks next to each other, of all free blocks."),
 )

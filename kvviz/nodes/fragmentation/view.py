@@ -21,9 +21,10 @@ class FragmentationView(NodeView):
         slider = IntSlider.from_param(s.param.reserve, label=text.RESERVE_LABEL, css_classes=["kv-reserve"],
                                       sizing_mode="stretch_width", min_width=220)
         slider.param.watch(self._touch, "value")
-        free = self._button("Free R2", s.free_r2, color="warning", disabled=pn.bind(bool, s.param.free_r2_off),
-                            css_classes=["kv-free-r2"])
-        off = LiveHTML(pn.bind(lambda why: f'<div class="kv-off" data-node="{s.key}">{why}</div>', s.param.free_r2_off),
+        free = self._button("Free R2", s.free_r2, color="warning",
+                            disabled=pn.bind(bool, s.param.free_r2_off), css_classes=["kv-free-r2"])
+        off = LiveHTML(pn.bind(lambda why: f'<div class="kv-off" data-node="{s.key}">{why}</div>',
+                               s.param.free_r2_off),
                        sizing_mode="stretch_width", margin=(0, 10))
         reset = self._button("Reset", s.reset)
         self._layout = section(
@@ -36,8 +37,8 @@ class FragmentationView(NodeView):
             self._notice(),
             AccessibleNames(names={"kv-reserve": text.RESERVE_LABEL}),
             Headline(snapshot=s.param.snapshot),
-            BlockStrip(snapshot=s.param.snapshot, title=text.STRIP_TITLE, per_row=s.scenario.NUM_BLOCKS, gaps=True,
-                       reads=s.param.show_reads),
+            BlockStrip(snapshot=s.param.snapshot, title=text.STRIP_TITLE, per_row=s.scenario.NUM_BLOCKS,
+                       gaps=True, reads=s.param.show_reads),
             legend(text.LEGEND),
             self._cards(text.CARDS),
             prose(text.TRY + "\n\n" + text.TRY_MORE, css_classes=["kv-try"]),

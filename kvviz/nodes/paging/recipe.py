@@ -18,7 +18,8 @@ def recipe() -> Recipe:
     return Recipe(
         branches={f"a{k}": _branch(k) for k in range(ADDS + 1)},
         default="a0",
-        controls=(Control("button", "do-add_request", "add"), Control("button", "do-reset", "reset"), *TRANSPORT),
+        controls=(Control("button", "do-add_request", "add"), Control("button", "do-reset", "reset"),
+                  *TRANSPORT),
         vars={"adds": 0}, branch="a{adds}",
         actions={"add": Effect(count="adds", most=ADDS, play=True), "reset": Effect(reset=True)},
         live_only=("in-prompt", "in-request"),

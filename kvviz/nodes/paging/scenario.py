@@ -37,7 +37,8 @@ class PagingScenario:
     NUM_INITIAL = len(INITIAL)
 
     def __init__(self):
-        base = EngineConfig(num_blocks=self.NUM_BLOCKS, block_size=BLOCK_SIZE, admission="refuse", weights=WEIGHTS)
+        base = EngineConfig(num_blocks=self.NUM_BLOCKS, block_size=BLOCK_SIZE, admission="refuse",
+                            weights=WEIGHTS)
         self.contiguous = Timeline(replace(base, policy="contiguous", reserve_blocks=self.RESERVE_BLOCKS))
         self.paged = Timeline(replace(base, policy="paged"))
         self.num_added = 0

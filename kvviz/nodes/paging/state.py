@@ -94,7 +94,8 @@ class PagingState(NodeState):
             return (text.WHY_REFUSED.format(reason=newest.reason)
                     + (text.PAGED_TOO if paged else ""))
         table, m = newest.block_table, self.scenario.contiguous.snapshot().metrics
-        return text.WHY_ADMITTED.format(slab=len(table), first=min(table), last=max(table), free=m.blocks_free)
+        return text.WHY_ADMITTED.format(slab=len(table), first=min(table), last=max(table),
+                                        free=m.blocks_free)
 
     def reset(self) -> None:
         self.scenario = new_scenario(PagingScenario)

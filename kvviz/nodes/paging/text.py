@@ -46,8 +46,8 @@ TRY = (
 )
 TRY_MORE = (
     '<details class="kv-more"><summary>More to try</summary>\n\n'
-    f"Watch a request generate: the contiguous pool refuses once fewer than {_SLAB} blocks are free. Type your "
-    "own prompt in the box to send that instead. Both pools' requests are listed under the block tables."
+    f"Watch a request generate: the contiguous pool refuses once fewer than {_SLAB} blocks are free. Type "
+    "your own prompt in the box to send that instead. Both pools' requests are listed under the block tables."
     "\n\n</details>"
 )
 
@@ -55,7 +55,9 @@ PREDICT = ("Predict first: the contiguous pool has {free} free blocks, and the n
            f"{_SLAB}-block slab there. Will the contiguous pool admit it?")
 WHY_REFUSED = "in the contiguous pool, {reason}."
 PAGED_TOO = " The paged pool admitted it: it takes a page only as one fills."
-WHY_ADMITTED = "the contiguous pool still had room for its {slab}-block slab: it got blocks {first}–{last}, leaving {free} free."
+WHY_ADMITTED = (
+    "the contiguous pool still had room for its {slab}-block slab: it got blocks {first}–{last}, leaving "
+    "{free} free.")
 LEGEND = ("tokens", "reserved", "free", "gap", "copy", "read", "bar")
 
 PROMPT_LABEL = "Prompt (plain text, up to 200 characters)"
@@ -65,5 +67,6 @@ PAGED_TITLE = "PAGED · a block only when a page fills"
 CARDS = (
     Card("CONTIGUOUS", fmt.full, "Naive pool: tokens held ÷ token slots locked by slabs.", of="contiguous"),
     Card("PAGED", fmt.full, "Paged pool: tokens held ÷ token slots in pages handed out.", of="paged"),
-    Card("NAIVE REJECTS", fmt.rejects, "Requests the contiguous pool refused since the start.", of="contiguous"),
+    Card("NAIVE REJECTS", fmt.rejects, "Requests the contiguous pool refused since the start.",
+         of="contiguous"),
 )

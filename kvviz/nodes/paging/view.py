@@ -18,8 +18,9 @@ class PagingView(NodeView):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        box = pn.widgets.TextInput.from_param(s.param.prompt, label=text.PROMPT_LABEL, max_length=fmt.PROMPT_MAX_CHARS,
-                                              sizing_mode="stretch_width", min_width=220, css_classes=["kv-in-prompt"])
+        box = pn.widgets.TextInput.from_param(s.param.prompt, label=text.PROMPT_LABEL,
+                                              max_length=fmt.PROMPT_MAX_CHARS, sizing_mode="stretch_width",
+                                              min_width=220, css_classes=["kv-in-prompt"])
         box.param.watch(lambda _e: (self._touch(), s.add_request()), "enter_pressed")
         add = self._button("Add request", s.add_request, color="primary")
         reset = self._button("Reset", s.reset)
@@ -31,13 +32,15 @@ class PagingView(NodeView):
             # puts the heading and the strips first, as node 01's); the controls right under them.
             prose(text.HEADING, css_classes=["kv-heading"]),
             prose(text.PROSE, css_classes=["kv-lead"]),
-            BlockStrip(snapshot=s.param.contiguous, title=text.CONTIGUOUS_TITLE, gaps=True, reads=s.param.show_reads),
+            BlockStrip(snapshot=s.param.contiguous, title=text.CONTIGUOUS_TITLE, gaps=True,
+                       reads=s.param.show_reads),
             BlockStrip(snapshot=s.param.paged, title=text.PAGED_TITLE, reads=s.param.show_reads),
             legend(text.LEGEND),
             pn.FlexBox(box, add, reset, align_items="end", sizing_mode="stretch_width"),
             self._notice(),
             self._cards(text.CARDS),
-            LiveHTML(pn.bind(lambda snap: f'<p class="kv-tails">{fmt.page_tails(snap.metrics)}</p>', s.param.paged),
+            LiveHTML(pn.bind(lambda snap: f'<p class="kv-tails">{fmt.page_tails(snap.metrics)}</p>',
+                             s.param.paged),
                      sizing_mode="stretch_width", margin=(0, 10)),
             prose(text.TRY + "\n\n" + text.TRY_MORE, css_classes=["kv-try"]),
             self._prediction(),

@@ -40,7 +40,8 @@ class ClassTreeView(pn.viewable.Viewer):
         self.tree = RadixTreeFigure(snapshot=self.param.snapshot, sharing=self.param.sharing) \
             if self.snapshot is not None else None
         head = pn.pane.HTML(f'<h2 class="kv-t-section">{html.escape(TITLE)}</h2>'
-                            f'<p class="kv-figure-note">{html.escape(NOTE.format(backends=backends_note))}</p>',
+                            '<p class="kv-figure-note">'
+                            f'{html.escape(NOTE.format(backends=backends_note))}</p>',
                             sizing_mode="stretch_width")
         self._layout = pn.Column(head, self.cards, self.empty, *([self.tree] if self.tree else []),
                                  sizing_mode="stretch_width", css_classes=["kv-class-tree"])
@@ -55,15 +56,16 @@ class ClassTreeView(pn.viewable.Viewer):
         m = self.snapshot.metrics
         # (node 03's three cards, as large figures for the projector; each says what it counts)
         cards = [(c.label, c.value(m), c.counts) for c in text.CARDS]
-        cards.append((ASKED, str(self.cache.asked), "the students' questions this server has answered and kept"))
+        cards.append((ASKED, str(self.cache.asked),
+                      "the students' questions this server has answered and kept"))
         return ('<dl class="kv-class-cards">' + "".join(
             f'<div title="{html.escape(counts, quote=True)}" data-label="{html.escape(label, quote=True)}">'
             f'<dt>{html.escape(label)}</dt><dd>{html.escape(value)}</dd></div>'
             for label, value, counts in cards) + "</dl>")
 
     def _empty_html(self) -> str:
-        return ('<p class="kv-note">No question typed yet: when students type their own questions in node 03, '
-                "they appear here as branches of one shared trunk.</p>") if self.snapshot is None else ""
+        return ('<p class="kv-note">No question typed yet: when students type their own questions in node '
+                "03, they appear here as branches of one shared trunk.</p>") if self.snapshot is None else ""
 
     def refresh(self) -> None:
         """Draw the cache again if a question came since the last look."""

@@ -16,7 +16,8 @@ def recipe() -> Recipe:
     return Recipe(
         branches={"s0": _branch(False), "s1": _branch(True)},
         default="s0",
-        controls=(Control("checkbox", "sharing", "sharing"), Control("button", "do-reset", "reset"), *TRANSPORT),
+        controls=(Control("checkbox", "sharing", "sharing"), Control("button", "do-reset", "reset"),
+                  *TRANSPORT),
         vars={"sharing": 0}, branch="s{sharing}",
         actions={"sharing": Effect(set={"sharing": VALUE}), "reset": Effect(reset=True)},
         live_only=("in-question", "do-add_request", "do-release_oldest", "do-fill_pool"),

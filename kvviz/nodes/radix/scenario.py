@@ -56,8 +56,8 @@ class RadixScenario(OnePool):
 
     @staticmethod
     def request_for(question: str) -> tuple[str, int]:
-        """The full prompt (system prompt, then the question as "Q: ...\\nA:") and a max_new_tokens that fills exactly
-        UNIQUE_BLOCKS blocks past the system prompt (less when the question is long)."""
+        """The full prompt (system prompt, then the question as "Q: ...\\nA:") and a max_new_tokens that fills
+        exactly UNIQUE_BLOCKS blocks past the system prompt (less when the question is long)."""
         prompt = f"{SYSTEM_PROMPT}{QUESTION_OPEN}{question}{QUESTION_CLOSE}"
         target = (SYSTEM_PROMPT_BLOCKS + UNIQUE_BLOCKS) * BLOCK_SIZE - 4
         return prompt, word_end_budget(prompt, max(1, max_new_for(prompt, max(target, len(prompt.encode())))))

@@ -95,7 +95,9 @@ class RadixState(NodeState):
             n += 1
             m = self.scenario.snapshot().metrics
             if m.evicted_blocks > before.evicted_blocks:
-                why = f"the engine evicted {m.evicted_blocks - before.evicted_blocks} idle cached block(s) to make room"
+                why = (
+                    f"the engine evicted {m.evicted_blocks - before.evicted_blocks} idle cached block(s) to "
+                    "make room")
                 break
             if (m.rejected, m.preempted) != (before.rejected, before.preempted):
                 why = "the pool ran dry and a request was refused"

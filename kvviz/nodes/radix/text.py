@@ -54,11 +54,14 @@ STRIP_TITLE = f"GPU KV cache · {RadixScenario.NUM_BLOCKS} blocks · paged"
 CARDS = (
     Card("BLOCKS STORED", fmt.blocks_stored,
          "Distinct physical blocks holding KV for live requests (idle cached blocks are not counted)."),
-    Card("vs NO SHARING", fmt.without_sharing, "Blocks the live requests would hold if each kept its own copy."),
-    Card("SAVED", fmt.saved, "1 − stored ÷ no-sharing: the share of the live requests' memory that sharing saves."),
+    Card("vs NO SHARING", fmt.without_sharing,
+         "Blocks the live requests would hold if each kept its own copy."),
+    Card("SAVED", fmt.saved,
+         "1 − stored ÷ no-sharing: the share of the live requests' memory that sharing saves."),
 )
 PREFILL_CARDS = (
-    Card("PREFILL COMPUTED", lambda m: f"{m.prefill_tokens_computed} tok", "Prompt tokens whose KV the model computed."),
+    Card("PREFILL COMPUTED",
+         lambda m: f"{m.prefill_tokens_computed} tok", "Prompt tokens whose KV the model computed."),
     Card("PREFIX REUSED", lambda m: f"{m.prefix_hit_tokens} tok",
          "Prompt tokens whose KV came from the radix cache instead."),
     Card("PREFILL TIME", lambda m: fmt.seconds(m.prefill_seconds),

@@ -33,7 +33,8 @@ def parse(one: dict[str, str], many: dict[str, list[str]], notices: list[str]) -
         elif v.startswith("ask:") and not fmt.check_prompt(v[4:]):
             link.ops.append(("ask", v[4:]))
         else:
-            notices.append(f"Skipped op={fmt.excerpt(v, 40)!r} from the link: it should be ask:<question> or release.")
+            notices.append(f"Skipped op={fmt.excerpt(v, 40)!r} from the link: it should be ask:<question> or "
+                           "release.")
     skipped = len(many.get("op", [])[:MAX_OPS]) != len(link.ops)
     link.op_gap = gaps("op_gap", [] if skipped else many.get("op_gap", []), len(link.ops), 1, notices)
     return link

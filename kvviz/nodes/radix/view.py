@@ -26,8 +26,9 @@ def events_html(snap) -> str:
     if not rows:
         return '<div class="kv-events kv-empty">No eviction yet: the pool has not run dry.</div>'
     items = "".join(
-        f'<li data-kind="{e.kind}">step {e.step}: evicted blocks {html.escape(fmt.block_ranges(sorted(e.blocks)))}'
-        f' ({html.escape(e.reason)})</li>' for e in reversed(rows[-EVENTS_SHOWN:]))
+        f'<li data-kind="{e.kind}">step {e.step}: evicted blocks '
+        f'{html.escape(fmt.block_ranges(sorted(e.blocks)))} ({html.escape(e.reason)})</li>'
+        for e in reversed(rows[-EVENTS_SHOWN:]))
     blocks = sum(len(e.blocks) for e in rows)
     more = f" (the latest {EVENTS_SHOWN} below)" if len(rows) > EVENTS_SHOWN else ""
     return (f'<div class="kv-events"><b>{len(rows)} eviction{"s" if len(rows) != 1 else ""}, {blocks} '

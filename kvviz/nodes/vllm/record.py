@@ -56,10 +56,11 @@ def session(srv: server.VllmServer, questions: list[list[str]] | None = None) ->
                            for q in group]
                 for q, f in zip(group, futures, strict=True):
                     c = f.result()
-                    exchanges.append({"question": q, "group": g, "token_ids": list(c.token_ids), "text": c.text,
-                                      "cached_tokens": c.cached_tokens})
+                    exchanges.append({"question": q, "group": g, "token_ids": list(c.token_ids),
+                                      "text": c.text, "cached_tokens": c.cached_tokens})
         time.sleep(PAUSE_S)
-        last = rec.wait_for(lambda s: s.metrics is not None and s.metrics.running == 0 and s.metrics.waiting == 0)
+        last = rec.wait_for(lambda s: s.metrics is not None and s.metrics.running == 0
+                            and s.metrics.waiting == 0)
         time.sleep(1.5)  # (one more scrape, and any last event batch)
         last = rec.latest()
     finally:

@@ -49,8 +49,10 @@ class VllmState(param.Parameterized):
                           doc="sent to vLLM after node 03's shared system prompt")
     live = param.ClassSelector(class_=VllmSnapshot, default=None,
                                doc="vLLM's cache and metrics shown: the live server's, else the recording's")
-    server = param.ClassSelector(class_=VllmSnapshot, default=None, doc="the watcher's latest (the live server)")
-    recording = param.ClassSelector(class_=Played, default=None, doc="the recorded session, when no vLLM answers")
+    server = param.ClassSelector(class_=VllmSnapshot, default=None,
+                                 doc="the watcher's latest (the live server)")
+    recording = param.ClassSelector(class_=Played, default=None,
+                                    doc="the recorded session, when no vLLM answers")
     recording_error = param.String(default="", doc="why no recording could be played")
     replaying = param.Boolean(default=False, doc="the recording is being replayed from its start")
     ours = param.ClassSelector(class_=Snapshot, default=None, doc="our engine after the same requests")
@@ -68,7 +70,8 @@ class VllmState(param.Parameterized):
         self._side: dict[str, dict] = {}  # "live" / "recording" -> the exchanges and our engine's side
         self._mode: str | None = None
         self._replay_from: float | None = None
-        self._ours_recorded: concurrent.futures.Future | None = None  # our engine serving the recorded questions
+        # our engine serving the recorded questions
+        self._ours_recorded: concurrent.futures.Future | None = None
         self._ours_shown = False
         self.clock = time.monotonic
 
@@ -110,7 +113,8 @@ class VllmState(param.Parameterized):
     def _swap(self, mode: str) -> dict:
         """Each mode keeps its own requests: the live ones, or the recorded ones with our engine's."""
         if self._mode is not None:
-            self._side[self._mode] = {"exchanges": self.exchanges, "ours": self.ours, "our_hashes": self.our_hashes}
+            self._side[self._mode] = {"exchanges": self.exchanges, "ours": self.ours,
+                                      "our_hashes": self.our_hashes}
         self._mode = mode
         if mode == "recording" and self._ours_recorded is None:
             self._ours_recorded = recorded_side(self.recording)
@@ -193,10 +197,12 @@ class VllmState(param.Parameterized):
         url, model = snap.endpoints.url, snap.model
         exchanges = list(self.exchanges)
         for q in questions:
-            self._pending[len(exchanges)] = _pool().submit(client.complete, url, model, prompt_for(q), MAX_NEW_TOKENS)
+            self._pending[len(exchanges)] = _pool().submit(client.complete, url, model, prompt_for(q),
+                                                           MAX_NEW_TOKENS)
             exchanges.append(Exchange(question=q))
         n = len(questions)
-        self._publish(exchanges, f"Sent {n} request{'s' if n > 1 else ''} to vLLM; the cache below follows its "
+        self._publish(exchanges,
+                      f"Sent {n} request{'s' if n > 1 else ''} to vLLM; the cache below follows its "
                                  "events as it computes them.", prompt=self._next_question(exchanges))
         return True
 
@@ -243,7 +249,8 @@ class VllmState(param.Parameterized):
         decode = self._mirror.engine.tokenizer.decode
         for i, (ids, cached) in zip(indices, results, strict=True):
             e = exchanges[i]
-            exchanges[i] = Exchange(e.question, e.vllm_ids, e.vllm_text, e.vllm_cached, tuple(ids), decode(ids), cached)
+            exchanges[i] = Exchange(e.question, e.vllm_ids, e.vllm_text, e.vllm_cached, tuple(ids),
+                                    decode(ids), cached)
         self.param.update(ours=self._mirror.snapshot(), our_hashes=self._mirror.block_hashes())
 
     @staticmethod
@@ -280,7 +287,8 @@ def recorded_side(played: Played) -> concurrent.futures.Future:
 
 def vllm_only(played: Played) -> dict:
     """The recording's requests before our engine has served them: vLLM's side only."""
-    return {"exchanges": [Exchange(e.question, e.token_ids, e.text, e.cached_tokens) for e in played.recording.exchanges],
+    return {"exchanges": [Exchange(e.question, e.token_ids, e.text, e.cached_tokens)
+                          for e in played.recording.exchanges],
             "ours": None, "our_hashes": {}}
 
 

@@ -28,13 +28,13 @@ PROSE = f"""
 * Beside it, kvviz's engine serves the same requests: same tokens, same blocks, **same hashes**.
 """
 
-TRY_RECORDED = ("Try it: press **Replay the recording** and watch vLLM's cache grow: node 03's four questions "
-                "arrive together, store the system prompt's three blocks once, then branch; the two questions "
-                "after them find those blocks cached (the prefix hit rate rises).")
+TRY_RECORDED = ("Try it: press **Replay the recording** and watch vLLM's cache grow: node 03's four "
+                "questions arrive together, store the system prompt's three blocks once, then branch; the "
+                "two questions after them find those blocks cached (the prefix hit rate rises).")
 
-TRY = (f"Try it: press **Send the lesson's four questions**: the system prompt's three blocks appear once, with "
-       f"four branches. Then send your own question. Each request generates {MAX_NEW_TOKENS} tokens in both "
-       "engines; the list at the bottom compares them token for token.")
+TRY = ("Try it: press **Send the lesson's four questions**: the system prompt's three blocks appear once, "
+       f"with four branches. Then send your own question. Each request generates {MAX_NEW_TOKENS} tokens in "
+       "both engines; the list at the bottom compares them token for token.")
 
 LIMITS = """
 ### What vLLM's event stream cannot show
@@ -61,9 +61,10 @@ def short_hash(h: int) -> str:
 
 def recording_words(played) -> str:
     r = played.recording
-    when = r.recorded.replace("T", " at ").replace("Z", " UTC")[:-7] + " UTC" if "T" in r.recorded else r.recorded
-    return (f"vLLM {r.vllm_version} (its CPU build, serving kvviz's model) recorded on {when}, answering node 03's "
-            f"four questions together, then {len(r.exchanges) - 4} more one at a time")
+    when = (r.recorded.replace("T", " at ").replace("Z", " UTC")[:-7] + " UTC" if "T" in r.recorded
+            else r.recorded)
+    return (f"vLLM {r.vllm_version} (its CPU build, serving kvviz's model) recorded on {when}, answering "
+            f"node 03's four questions together, then {len(r.exchanges) - 4} more one at a time")
 
 
 def status_line(state, now: float | None = None) -> tuple[str, str]:
@@ -73,15 +74,17 @@ def status_line(state, now: float | None = None) -> tuple[str, str]:
     now = time.time() if now is None else now
     if live is not None and live.status == "connected":
         m, e = live.metrics, live.endpoints
-        pool = f"a pool of {m.num_blocks} blocks of {m.block_size} tokens" if m and m.num_blocks else "its pool"
+        pool = (
+            f"a pool of {m.num_blocks} blocks of {m.block_size} tokens" if m and m.num_blocks else "its pool")
         return "connected", (f"Live: vLLM at {e.url}, serving the model {live.model!r} with {pool}; "
                              f"KV events from {e.events}.")
     played = state.recording
     shown = (f"Shown meanwhile, a recording: {recording_words(played)}." if played is not None
              else f"No recording to show either: {state.recording_error}")
     if server is not None and server.status == "disconnected":
-        return "disconnected", (f"vLLM at {server.endpoints.url} stopped answering {round(now - server.since)} s "
-                                f"ago; this node reconnects by itself when it is back. {shown}")
+        return "disconnected", (f"vLLM at {server.endpoints.url} stopped answering "
+                                f"{round(now - server.since)} s ago; this node reconnects by itself when it "
+                                f"is back. {shown}")
     if played is not None and getattr(state, "static", False):  # (a static page: nothing to connect to)
         return "recording", f"A recording, not live: {recording_words(played)}."
     if played is not None:
@@ -112,13 +115,15 @@ CARDS = (
     LiveCard("KV USAGE", lambda s: _or_dash(_m(s, "kv_usage"), lambda v: f"{fmt.percent(v)}%"),
              "Share of vLLM's memory blocks held by requests being computed now.",
              "vllm:kv_cache_usage_perc"),
-    LiveCard("CACHED BLOCKS", lambda s: _or_dash(_m(s, "num_blocks"), lambda n: f"{len(s.live.tree.blocks)} / {n}"),
+    LiveCard("CACHED BLOCKS",
+             lambda s: _or_dash(_m(s, "num_blocks"), lambda n: f"{len(s.live.tree.blocks)} / {n}"),
              "Blocks kept in vLLM's prefix cache / blocks in its memory.",
              "from vLLM's KV events / vllm:cache_config_info num_gpu_blocks"),
     LiveCard("PREFIX HIT RATE", lambda s: _or_dash(_m(s, "hit_rate"), lambda v: f"{fmt.percent(v)}%"),
              "Prompt tokens vLLM found already cached, so did not compute again.",
              "vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total"),
-    LiveCard("RUNNING · WAITING", lambda s: _or_dash(_m(s, "running"), lambda v: f"{int(v)} · {int(_m(s, 'waiting'))}"),
+    LiveCard("RUNNING · WAITING",
+             lambda s: _or_dash(_m(s, "running"), lambda v: f"{int(v)} · {int(_m(s, 'waiting'))}"),
              "Requests being computed now · requests queued for memory.",
              "vllm:num_requests_running · vllm:num_requests_waiting"),
     LiveCard("PREEMPTIONS", lambda s: _or_dash(_m(s, "preemptions"), lambda v: str(int(v))),

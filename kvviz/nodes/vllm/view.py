@@ -28,7 +28,8 @@ from kvviz.web.redraw import Redraw
 from vllm_watch.defaults import MODEL_NAME, NUM_BLOCKS
 
 POLL_MS = 500
-STATUS_COLOURS = {"connected": "#009E73", "recording": "#0072B2", "waiting": "#E69F00", "disconnected": "#D55E00"}
+STATUS_COLOURS = {"connected": "#009E73", "recording": "#0072B2", "waiting": "#E69F00",
+                  "disconnected": "#D55E00"}
 SHOWN = ("connected", "recording")  # snapshot statuses with a picture to draw
 ROW = '<div style="display:flex;flex-wrap:wrap;gap:0.5rem">{}</div>'
 _decode = ByteTokenizer().decode
@@ -107,7 +108,8 @@ def trunk_html(state: VllmState) -> str:
             best = max(best, (branches, len(trunk), tuple(trunk)), key=lambda t: (t[0], t[1]))
     n = len(snap.tree.blocks)
     if not best[0]:
-        said = f"vLLM's cache holds {n} block{'s' if n != 1 else ''}; no prefix is shared by two requests yet."
+        said = (
+            f"vLLM's cache holds {n} block{'s' if n != 1 else ''}; no prefix is shared by two requests yet.")
     else:
         branches, depth, trunk = best
         words = fmt.excerpt(block_text(snap, [t for b in trunk for t in b.tokens]), 60)
@@ -119,12 +121,17 @@ def trunk_html(state: VllmState) -> str:
 
 def status_html(state: VllmState) -> str:
     kind, sentence = text.status_line(state)
-    style = f"font-size:1rem;padding:0.35rem 0.7rem;background:#f6f8fb;border-left:5px solid {STATUS_COLOURS[kind]}"
-    return f'<div class="kv-vllm-status" data-state="{kind}" role="status" style="{style}">{html.escape(sentence)}</div>'
+    style = (
+        "font-size:1rem;padding:0.35rem 0.7rem;background:#f6f8fb;border-left:5px solid "
+        f"{STATUS_COLOURS[kind]}")
+    return (
+        f'<div class="kv-vllm-status" data-state="{kind}" role="status" '
+        f'style="{style}">{html.escape(sentence)}</div>')
 
 
 def cards_html(state: VllmState) -> str:
-    return ROW.format("".join(card_html("vllm", c.label, c.value(state), c.counts, c.source) for c in text.CARDS))
+    return ROW.format("".join(card_html("vllm", c.label, c.value(state), c.counts, c.source)
+                              for c in text.CARDS))
 
 
 def same_html(state: VllmState) -> str:
@@ -153,7 +160,9 @@ def exchanges_html(state: VllmState) -> str:
             verdict = f"identical ({len(e.our_ids)} tokens)"
         else:
             verdict = f"differ from token {k}"
-        cached = f"{'–' if e.vllm_cached is None else e.vllm_cached} / {'–' if e.our_cached is None else e.our_cached}"
+        cached = (
+            f"{'–' if e.vllm_cached is None else e.vllm_cached} / "
+            f"{'–' if e.our_cached is None else e.our_cached}")
         rows.append(f'<tr data-verdict="{"same" if e.our_ids and e.first_divergence is None else "other"}">'
                     f'<td class="kv-text kv-prompt">{html.escape(fmt.excerpt(e.question, 60))}</td>'
                     f'<td class="kv-text kv-gen">{html.escape(fmt.printable(e.vllm_text))}</td>'
@@ -177,22 +186,25 @@ class VllmView(pn.viewable.Viewer):
         self.state, self.on_interact, s = state, on_interact, state
         s.batch_updates = pn.io.hold
         s.attach()
-        box = pn.widgets.TextInput.from_param(s.param.prompt, label=text.QUESTION_LABEL, sizing_mode="stretch_width",
-                                              min_width=220, max_length=fmt.PROMPT_MAX_CHARS, css_classes=["kv-in-question"])
+        box = pn.widgets.TextInput.from_param(s.param.prompt, label=text.QUESTION_LABEL,
+                                              sizing_mode="stretch_width", min_width=220,
+                                              max_length=fmt.PROMPT_MAX_CHARS, css_classes=["kv-in-question"])
         box.param.watch(lambda _e: s.send(), "enter_pressed")
         send = pn.widgets.Button(label="Send to vLLM", color="primary", css_classes=["kv-do-send"])
         send.on_click(lambda _e: s.send())
         four = pn.widgets.Button(label="Send the lesson's four questions", css_classes=["kv-do-send_four"])
         four.on_click(lambda _e: s.send_lesson_questions())
         self.send_row = pn.FlexBox(box, send, four, align_items="end", sizing_mode="stretch_width")
-        self.replay = pn.widgets.Button(label="▶ Replay the recording", color="primary", css_classes=["kv-do-replay"])
+        self.replay = pn.widgets.Button(label="▶ Replay the recording", color="primary",
+                                        css_classes=["kv-do-replay"])
         self.replay.on_click(lambda _e: s.replay())
         self.try_live, self.try_recorded = (prose(text.TRY, css_classes=["kv-try"]),
                                             prose(text.TRY_RECORDED, css_classes=["kv-try"]))
         self.vllm_tree = BlockTree(text.VLLM_TREE_TITLE, NUM_BLOCKS, "kv-vllm-tree", text.VLLM_TREE_EMPTY)
         self.our_tree = BlockTree(text.OUR_TREE_TITLE, NUM_BLOCKS, "kv-our-tree", text.OUR_TREE_EMPTY)
         self.usage = LiveLines("vLLM over time: KV usage and prefix hit rate",
-                               (("kv_usage", "KV usage %", "#D55E00"), ("hit_rate", "prefix hit rate %", "#0072B2")),
+                               (("kv_usage", "KV usage %", "#D55E00"),
+                                ("hit_rate", "prefix hit rate %", "#0072B2")),
                                "%", y_range=(0, 100))
         self.load = LiveLines("Requests running and waiting, preemptions so far",
                               (("running", "running", "#009E73"), ("waiting", "waiting", "#E69F00"),
@@ -211,7 +223,8 @@ class VllmView(pn.viewable.Viewer):
             "vllm", self.panes[status_html], prose(text.PROSE), self.send_row, self.replay,
             self.try_live, self.try_recorded, self.panes[notice_html], self.panes[cards_html],
             self.panes[trunk_html], self.vllm_tree, self.usage, self.load,
-            self.panes[same_html], self.our_tree, self.panes[exchanges_html], prose(text.LIMITS), outline=self.outline)
+            self.panes[same_html], self.our_tree, self.panes[exchanges_html], prose(text.LIMITS),
+            outline=self.outline)
 
     def _text(self, fn) -> None:
         html_now = fn(self.state)
@@ -238,8 +251,9 @@ class VllmView(pn.viewable.Viewer):
                 self.vllm_tree.update(vllm_rows(self.state))
                 self.our_tree.update(our_rows(self.state))
             history = self.state.live.history if self.state.live is not None else ()
-            points = [{"t": h.t, "kv_usage": 100 * h.kv_usage, "hit_rate": 100 * h.hit_rate, "running": h.running,
-                       "waiting": h.waiting, "preemptions": h.preemptions} for h in history]
+            points = [{"t": h.t, "kv_usage": 100 * h.kv_usage, "hit_rate": 100 * h.hit_rate,
+                       "running": h.running, "waiting": h.waiting, "preemptions": h.preemptions}
+                      for h in history]
             self.usage.update(points)
             self.load.update(points)
 
