@@ -32,7 +32,8 @@ def engine_config(**overrides) -> EngineConfig:
     weights; `overrides` on top."""
     from engine import EngineConfig
 
-    return EngineConfig(**{"backend": "torch", "device": "cpu", "weights": "random", "seed": SEED, **overrides})
+    return EngineConfig(**{"backend": "torch", "device": "cpu", "weights": "random", "seed": SEED,
+                           **overrides})
 
 
 def parser(description: str, backend: str | None = None) -> argparse.ArgumentParser:
@@ -48,7 +49,8 @@ def parser(description: str, backend: str | None = None) -> argparse.ArgumentPar
     return p
 
 
-def main(argv: list[str] | None, description: str, sizes: dict, run, heading, table, backend: str | None = None) -> dict:
+def main(argv: list[str] | None, description: str, sizes: dict, run, heading, table,
+         backend: str | None = None) -> dict:
     """What `python -m benchmarks.memory` and `.prefix` do: parse the common flags, run the
     workload of the chosen size (`run(size, threads)`, or `run(size, threads, backend)` for a
     benchmark with a `backend`), print `heading(out, size, threads)`, the `table(out)` and the

@@ -36,7 +36,8 @@ from pathlib import Path
 import torch
 
 NUM_HEADS, NUM_KV_HEADS, HEAD_DIM, BLOCK_SIZE = 32, 8, 128, 16
-MAX_TOKENS = 1 << 21  # batch * context cap: K+V of 2M tokens is 8.6 GB at 2 bytes, twice that with SDPA's copy
+# batch * context cap: K+V of 2M tokens is 8.6 GB at 2 bytes, twice that with SDPA's copy
+MAX_TOKENS = 1 << 21
 MAX_REF_TOKENS = 1 << 15  # the reference materialises float32 K/V per query head
 # Peak HBM bandwidth in GB/s, matched by substring of torch.cuda.get_device_name, first match wins.
 PEAK_GBS = [
@@ -67,7 +68,8 @@ class Plan:
 
 
 PLANS = {
-    "full": Plan((torch.float16, torch.bfloat16), (1, 8, 32, 128, 256), (512, 2048, 8192, 32768), 25, 100, 150.0),
+    "full": Plan((torch.float16, torch.bfloat16), (1, 8, 32, 128, 256), (512, 2048, 8192, 32768), 25, 100,
+                 150.0),
     "quick": Plan((torch.float16, torch.bfloat16), (1, 32), (1024, 16384), 10, 30, 45.0),
 }
 
@@ -117,11 +119,13 @@ def bench(fn, plan: Plan) -> tuple[float, float, float]:
     """(p20, median, p80) in ms."""
     import triton.testing
 
-    p20, p50, p80 = triton.testing.do_bench(fn, warmup=plan.warmup_ms, rep=plan.rep_ms, quantiles=[0.2, 0.5, 0.8])
+    p20, p50, p80 = triton.testing.do_bench(fn, warmup=plan.warmup_ms, rep=plan.rep_ms,
+                                            quantiles=[0.2, 0.5, 0.8])
     return p20, p50, p80
 
 
-def run_config(cache: PagedCache, dtype: torch.dtype, batch: int, context: int, plan: Plan, peak: float | None) -> Result:
+def run_config(cache: PagedCache, dtype: torch.dtype, batch: int, context: int, plan: Plan,
+               peak: float | None) -> Result:
     from kernels import paged_decode_attention
     from kernels.decode_attention import choose_num_splits
     from kernels.reference import paged_decode_attention_ref
@@ -140,7 +144,8 @@ def run_config(cache: PagedCache, dtype: torch.dtype, batch: int, context: int, 
     try:
         k, v = cache.contiguous(cache.k, block_tables), cache.contiguous(cache.v, block_tables)
         q_sdpa = q.view(batch, NUM_KV_HEADS, NUM_HEADS // NUM_KV_HEADS, HEAD_DIM)  # group heads as query rows
-        impls["sdpa"] = functools.partial(torch.nn.functional.scaled_dot_product_attention, q_sdpa, k, v, scale=scale)
+        impls["sdpa"] = functools.partial(torch.nn.functional.scaled_dot_product_attention, q_sdpa, k, v,
+                                          scale=scale)
     except torch.OutOfMemoryError as e:
         result.errors["sdpa"] = f"out of memory laying K/V out contiguously: {e}".splitlines()[0]
     if batch * context <= MAX_REF_TOKENS:
@@ -190,11 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes, shorter timing (< 1 minute)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
-    parser.add_argument("--peak-gbs", type=float, metavar="GBS", help="peak memory bandwidth in GB/s (default: by device name)")
+    parser.add_argument("--peak-gbs", type=float, metavar="GBS",
+                        help="peak memory bandwidth in GB/s (default: by device name)")
     args = parser.parse_args(argv)
 
     if not torch.cuda.is_available():
-        print("benchmarks.kernels: no CUDA device here; the Triton kernels are benchmarked on a GPU only. Nothing to do.")
+        print("benchmarks.kernels: no CUDA device here; the Triton kernels are benchmarked on a GPU only. "
+              "Nothing to do.")
         return 0
 
     if os.environ.pop("TRITON_INTERPRET", None) == "1":
@@ -204,8 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda")
     device_name = torch.cuda.get_device_name(device)
     peak = args.peak_gbs or peak_gbs_for(device_name)
-    print(f"device: {device_name}; peak bandwidth: {f'{peak:.0f} GB/s' if peak else 'unknown (pass --peak-gbs)'}")
-    print(f"layer: {NUM_HEADS} query heads, {NUM_KV_HEADS} KV heads, head_dim {HEAD_DIM}, block size {BLOCK_SIZE}")
+    print(f"device: {device_name}; peak bandwidth: "
+          f"{f'{peak:.0f} GB/s' if peak else 'unknown (pass --peak-gbs)'}")
+    print(f"layer: {NUM_HEADS} query heads, {NUM_KV_HEADS} KV heads, head_dim {HEAD_DIM}, block size "
+          f"{BLOCK_SIZE}")
 
     configs = [(b, c) for b in plan.batches for c in plan.contexts if b * c <= MAX_TOKENS]
     max_tokens = max(b * c for b, c in configs)
@@ -242,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
             "peak_gbs": peak,
             "torch": torch.__version__,
             "triton": triton.__version__,
-            "layer": {"num_heads": NUM_HEADS, "num_kv_heads": NUM_KV_HEADS, "head_dim": HEAD_DIM, "block_size": BLOCK_SIZE},
+            "layer": {"num_heads": NUM_HEADS, "num_kv_heads": NUM_KV_HEADS, "head_dim": HEAD_DIM,
+                      "block_size": BLOCK_SIZE},
             "plan": {"dtypes": [str(d).removeprefix("torch.") for d in plan.dtypes], "batches": plan.batches,
                      "contexts": plan.contexts, "warmup_ms": plan.warmup_ms, "rep_ms": plan.rep_ms},
             "results": [asdict(r) for r in results],

@@ -301,8 +301,8 @@ def table(out: dict) -> str:
 
 def heading(out: dict, size, threads: int) -> str:
     t = out["trace"]
-    return (f"memory ({out['size']}): {t['num_requests']} requests, all at t=0, on {size.num_blocks} blocks x "
-            f"{BLOCK_SIZE}; input mean {t['input_tokens']['mean']:.0f} / output mean "
+    return (f"memory ({out['size']}): {t['num_requests']} requests, all at t=0, on {size.num_blocks} "
+            f"blocks x {BLOCK_SIZE}; input mean {t['input_tokens']['mean']:.0f} / output mean "
             f"{t['output_tokens']['mean']:.0f} tokens; contiguous reserves {size.max_seq_len} tokens; "
             f"torch threads {threads}")
 

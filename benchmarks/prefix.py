@@ -1,6 +1,7 @@
 """Prefix sharing off versus on (paged), on a few-shot workload: one long shared prompt prefix.
 
-    python -m benchmarks.prefix [--quick | --size tiny] [--json PATH] [--threads N] [--backend auto|torch|native]
+    python -m benchmarks.prefix [--quick | --size tiny] [--json PATH] [--threads N]
+                                [--backend auto|torch|native]
 
 The workload (fixed seed): num_requests requests, all added at t = 0, each a shared prefix of
 prefix_tokens tokens (the few-shot examples) followed by its own question of 16 to 32 tokens
@@ -198,10 +199,10 @@ def table(out: dict) -> str:
 
 def heading(out: dict, size, threads: int) -> str:
     w = out["workload"]
-    return (f"prefix ({out['size']}): {w['num_requests']} requests at t=0, a {w['prefix_tokens']}-token shared "
-            f"prefix + {QUESTION_TOKENS[0]}-{QUESTION_TOKENS[1]}-token question, {NEW_TOKENS} new tokens each; "
-            f"paged, {out['config']['num_blocks']} blocks x {BLOCK_SIZE}; {out['config']['backend']} backend; "
-            f"median of {size.repeats}; torch threads {threads}")
+    return (f"prefix ({out['size']}): {w['num_requests']} requests at t=0, a {w['prefix_tokens']}-token "
+            f"shared prefix + {QUESTION_TOKENS[0]}-{QUESTION_TOKENS[1]}-token question, {NEW_TOKENS} new "
+            f"tokens each; paged, {out['config']['num_blocks']} blocks x {BLOCK_SIZE}; "
+            f"{out['config']['backend']} backend; median of {size.repeats}; torch threads {threads}")
 
 
 def main(argv: list[str] | None = None) -> dict:

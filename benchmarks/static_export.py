@@ -43,7 +43,8 @@ def ready_times(page_path: Path, nodes: list[str], runs: int) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--site", type=Path, default=None)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None)

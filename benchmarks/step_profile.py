@@ -1,11 +1,12 @@
 """Where an engine step's time goes, per phase, for the engine here and for an earlier commit's.
 
-    python -m benchmarks.step_profile [--baseline REV] [--batches 1,16,64] [--rounds 2] [--no-shared] [--json PATH]
+    python -m benchmarks.step_profile [--baseline REV] [--batches 1,16,64] [--rounds 2] [--no-shared]
+                                      [--json PATH]
 
 The workload of benchmarks/vs_vllm.py's throughput: a batch of prompts (node 03's system prompt
 and a question, ~120 tokens each), 64 greedy tokens each, from an empty cache, prefix sharing
-off, the trained weights, the engine's default backend ('auto'), one torch thread. For each engine (REV's, extracted
-with `git archive`, and the working tree's) and each batch size, in child processes taking turns
+off, the trained weights, the engine's default backend ('auto'), one torch thread. For each engine (REV's,
+extracted with `git archive`, and the working tree's) and each batch size, in child processes taking turns
 (`rounds` times each; the best is kept, the machine being shared):
 
 - generated tokens/s: the best of 3 timed `generate` calls after a warm-up, no profiler; and per
@@ -42,9 +43,9 @@ SYSTEM_PROMPT_QUESTIONS = 10  # node 03's questions, repeated to make the batch
 
 # (file, function) whose cumulative time is each phase's; "rest" = the step's time not in them.
 PHASES = {
-    "schedule": [("engine.py", "_schedule"), ("scheduler.py", "admit_next"), ("scheduler.py", "schedule_decode"),
-                 ("engine.py", "_kv_cache_slots"), ("scheduler.py", "after_prefill"),
-                 ("scheduler.py", "finish_if_done")],
+    "schedule": [("engine.py", "_schedule"), ("scheduler.py", "admit_next"),
+                 ("scheduler.py", "schedule_decode"), ("engine.py", "_kv_cache_slots"),
+                 ("scheduler.py", "after_prefill"), ("scheduler.py", "finish_if_done")],
     "prepare": [("engine.py", "_prepare")],
     "model": [("model.py", "forward")],  # the Transformer's (the largest cumulative `forward` there)
     "post-process": [("engine.py", "_postprocess")],
@@ -91,8 +92,8 @@ def child(tree: str, spec_path: str) -> None:
         timed = [run(batch) for _ in range(3)]
         prof = cProfile.Profile()
         _, steps, results, _ = run(batch, prof)
-        out[name] = {"backend": "/".join(sorted(used)), "wall_s": min(t[0] for t in timed), "cpu_s": min(t[3] for t in timed), "steps": steps,
-                     "tokens": len(batch) * MAX_TOKENS,
+        out[name] = {"backend": "/".join(sorted(used)), "wall_s": min(t[0] for t in timed),
+                     "cpu_s": min(t[3] for t in timed), "steps": steps, "tokens": len(batch) * MAX_TOKENS,
                      "phases_ms": phase_times(pstats.Stats(prof), steps),
                      "token_ids": [r.token_ids for r in results]}
     print("KVVIZ-RESULT " + json.dumps(out), flush=True)
@@ -101,10 +102,11 @@ def child(tree: str, spec_path: str) -> None:
 def shared_child(shared: dict, engine_cls, config_cls) -> dict:
     """The shared-prefix trace: the best of 3 timed runs, then one run with its first step and its
     other steps profiled apart."""
-    engine = engine_cls(config_cls(num_blocks=shared["num_blocks"], block_size=shared["block_size"], device="cpu",
-                                   weights="random", prefix_sharing=True))  # backend auto
+    engine = engine_cls(config_cls(num_blocks=shared["num_blocks"], block_size=shared["block_size"],
+                                   device="cpu", weights="random", prefix_sharing=True))  # backend auto
 
-    def serve(first: cProfile.Profile | None = None, rest: cProfile.Profile | None = None) -> tuple[float, float, list]:
+    def serve(first: cProfile.Profile | None = None,
+              rest: cProfile.Profile | None = None) -> tuple[float, float, list]:
         engine.reset()
         t0, c0 = time.perf_counter(), time.process_time()
         ids = [engine.add_request(p, shared["max_tokens"]) for p in shared["prompts"]]
@@ -120,17 +122,19 @@ def shared_child(shared: dict, engine_cls, config_cls) -> dict:
             for rid in ids:
                 if engine.requests[rid].status.value == "finished":
                     engine.release(rid)
-        return time.perf_counter() - t0, time.process_time() - c0, [list(engine.requests[i].output_ids) for i in ids]
+        return (time.perf_counter() - t0, time.process_time() - c0,
+                [list(engine.requests[i].output_ids) for i in ids])
 
     serve()  # warm-up
     timed = [serve() for _ in range(3)]
     first, rest = cProfile.Profile(), cProfile.Profile()
     _, _, token_ids = serve(first, rest)
     steps = engine.scheduler.counters.steps
-    return {"backend": engine.backend.name, "wall_s": min(t[0] for t in timed), "cpu_s": min(t[1] for t in timed),
-            "steps": steps, "tokens": len(shared["prompts"]) * shared["max_tokens"],
-            "prefill_ms": phase_times(pstats.Stats(first), 1), "decode_ms": phase_times(pstats.Stats(rest), steps - 1),
-            "token_ids": token_ids}
+    return {"backend": engine.backend.name, "wall_s": min(t[0] for t in timed),
+            "cpu_s": min(t[1] for t in timed), "steps": steps,
+            "tokens": len(shared["prompts"]) * shared["max_tokens"],
+            "prefill_ms": phase_times(pstats.Stats(first), 1),
+            "decode_ms": phase_times(pstats.Stats(rest), steps - 1), "token_ids": token_ids}
 
 
 def shared_spec() -> dict:
@@ -179,21 +183,25 @@ def measure(tree: Path, spec: Path) -> dict:
 
 def report(out: dict) -> str:
     lines = [f"# Engine step profile: {out['baseline']} (before) vs the working tree (after)",
-             f"({MAX_TOKENS} greedy tokens per request from an empty cache, trained weights, torch backend, 1 torch "
-             f"thread; tokens/s the best of 3 × {out['rounds']} rounds; ms per step from cProfile, so a little "
-             "above the unprofiled time)", "",
-             "| batch | engine | tokens/s | tokens per CPU-s | steps | step ms | schedule | prepare | model | post-process |",
+             f"({MAX_TOKENS} greedy tokens per request from an empty cache, trained weights, torch backend, "
+             f"1 torch thread; tokens/s the best of 3 × {out['rounds']} rounds; ms per step from cProfile, "
+             "so a little above the unprofiled time)", "",
+             "| batch | engine | tokens/s | tokens per CPU-s | steps | step ms | schedule | prepare | model "
+             "| post-process |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in out["batches"]:
         for who in ("before", "after"):
             lines[1] = lines[1].replace("torch backend", "the engine's default backend (before: "
-                                        f"{out['before'][name]['backend']}, after: {out['after'][name]['backend']})")
+                                        f"{out['before'][name]['backend']}, after: "
+                                        f"{out['after'][name]['backend']})")
             r = out[who][name]
             p = r["phases_ms"]
-            post = "(in prepare)" if who == "before" and p["post-process"] == 0 else f"{p['post-process']:.2f}"
+            post = ("(in prepare)" if who == "before" and p["post-process"] == 0
+                    else f"{p['post-process']:.2f}")
             cpu = f"{r['tokens'] / r['cpu_s']:.0f}" if "cpu_s" in r else "-"
-            lines.append(f"| {name} | {who} | {r['tokens'] / r['wall_s']:.0f} | {cpu} | {r['steps']} | {p['step']:.2f} | "
-                         f"{p['schedule']:.2f} | {p['prepare']:.2f} | {p['model']:.2f} | {post} |")
+            lines.append(f"| {name} | {who} | {r['tokens'] / r['wall_s']:.0f} | {cpu} | {r['steps']} | "
+                         f"{p['step']:.2f} | {p['schedule']:.2f} | {p['prepare']:.2f} | {p['model']:.2f} | "
+                         f"{post} |")
     same = all(out["before"][n]["token_ids"] == out["after"][n]["token_ids"] for n in out["batches"])
     if "shared" in out["after"]:
         lines += shared_report(out)
@@ -203,18 +211,21 @@ def report(out: dict) -> str:
 
 
 def shared_report(out: dict) -> list[str]:
-    lines = ["", "Shared prefix (benchmarks.prefix's full workload, sharing on: 32 requests on a 512-token prefix, "
-             f"8 tokens each; before: {out['before']['shared']['backend']}, after: {out['after']['shared']['backend']}; "
-             "the run's wall time the best of 3 × rounds; ms per step from cProfile):", "",
-             "| engine | run wall ms | run CPU ms | steps | step | ms | schedule | prepare | model | post-process |",
+    lines = ["",
+             "Shared prefix (benchmarks.prefix's full workload, sharing on: 32 requests on a 512-token "
+             f"prefix, 8 tokens each; before: {out['before']['shared']['backend']}, after: "
+             f"{out['after']['shared']['backend']}; the run's wall time the best of 3 × rounds; ms per step "
+             "from cProfile):", "",
+             "| engine | run wall ms | run CPU ms | steps | step | ms | schedule | prepare | model | "
+             "post-process |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for who in ("before", "after"):
         r = out[who]["shared"]
         for label, key in (("prefill (1)", "prefill_ms"), (f"decode ({r['steps'] - 1})", "decode_ms")):
             p = r[key]
-            lines.append(f"| {who} | {1000 * r['wall_s']:.1f} | {1000 * r['cpu_s']:.1f} | {r['steps']} | {label} | "
-                         f"{p['step']:.2f} | {p['schedule']:.2f} | {p['prepare']:.2f} | {p['model']:.2f} | "
-                         f"{p['post-process']:.2f} |")
+            lines.append(f"| {who} | {1000 * r['wall_s']:.1f} | {1000 * r['cpu_s']:.1f} | {r['steps']} | "
+                         f"{label} | {p['step']:.2f} | {p['schedule']:.2f} | {p['prepare']:.2f} | "
+                         f"{p['model']:.2f} | {p['post-process']:.2f} |")
     return lines
 
 

@@ -129,7 +129,8 @@ class Mirror:
     def widget(self, action: Action):
         kinds = (pn.widgets.IntSlider,) if action.key else (pn.widgets.Button, pn.widgets.Checkbox)
         found = [w for w in self.page.select(pn.widgets.Widget)
-                 if isinstance(w, kinds) and action.widget.lower() in (getattr(w, "label", None) or w.name or "").lower()]
+                 if isinstance(w, kinds)
+                 and action.widget.lower() in (getattr(w, "label", None) or w.name or "").lower()]
         if len(found) != 1:
             raise LookupError(f"node {self.node}: {len(found)} widgets labelled {action.widget!r}")
         return found[0]
@@ -243,7 +244,8 @@ def report(results: dict, interactions: int) -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--interactions", type=int, metavar="N",
-                   help=f"interactions measured per node (default {DEFAULT_INTERACTIONS}; --quick: {QUICK_INTERACTIONS})")
+                   help=f"interactions measured per node (default {DEFAULT_INTERACTIONS}; --quick: "
+                        f"{QUICK_INTERACTIONS})")
     p.add_argument("--quick", action="store_true", help=f"{QUICK_INTERACTIONS} interactions per node")
     p.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
     p.add_argument("--busy", type=int, default=0, metavar="K",

@@ -24,8 +24,8 @@ def main(model_dir: str, batches_path: str) -> None:
 
     spec = json.loads(Path(batches_path).read_text())
     t0 = time.perf_counter()
-    llm = LLM(model=model_dir, dtype="float32", block_size=32, max_model_len=1024, enable_prefix_caching=False,
-              seed=0)
+    llm = LLM(model=model_dir, dtype="float32", block_size=32, max_model_len=1024,
+              enable_prefix_caching=False, seed=0)
     ready_s = time.perf_counter() - t0
     params = SamplingParams(temperature=0.0, max_tokens=spec["max_tokens"], ignore_eos=True)
     out = {"ready_s": ready_s, "batches": {}}
@@ -36,7 +36,8 @@ def main(model_dir: str, batches_path: str) -> None:
             t0 = time.perf_counter()
             results = llm.generate(prompts, params, use_tqdm=False)
             times.append(time.perf_counter() - t0)
-        out["batches"][name] = {"seconds": times, "token_ids": [list(r.outputs[0].token_ids) for r in results]}
+        out["batches"][name] = {"seconds": times,
+                                "token_ids": [list(r.outputs[0].token_ids) for r in results]}
     print("KVVIZ-RESULT " + json.dumps(out), flush=True)
 
 

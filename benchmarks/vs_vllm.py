@@ -55,7 +55,8 @@ from vllm_watch.defaults import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
 from vllm_watch.wire import BlockStored, decode_frames
 
 PROMPTS = ["The KV cache", "Free memory is broken into", "A good system spends its memory on", "The model",
-           "A page table maps", "def add(a, b):\n    return", "Memory is", *(prompt_for(q) for q in QUESTIONS)]
+           "A page table maps", "def add(a, b):\n    return", "Memory is",
+           *(prompt_for(q) for q in QUESTIONS)]
 SIZES = {"full": {"max_tokens": 256, "repeats": 3, "batches": (1, 16, 64)},
          "quick": {"max_tokens": 64, "repeats": 1, "batches": (1, 8)}}
 THROUGHPUT_TOKENS = 64
@@ -78,7 +79,9 @@ def compare_tokens(url: str, max_tokens: int) -> list[dict]:
         first = next((i for i, (a, b) in enumerate(zip(theirs, ours, strict=True)) if a != b), None)
         row = {"prompt": prompt[-40:], "tokens": len(ours), "identical": first is None}
         if first is not None:
-            row.update(first_divergence=first, our_margin=margin_at(engine, list(prompt.encode()) + ours, len(prompt.encode()) + first))
+            row.update(first_divergence=first,
+                       our_margin=margin_at(engine, list(prompt.encode()) + ours,
+                                            len(prompt.encode()) + first))
         rows.append(row)
     return rows
 
@@ -126,8 +129,9 @@ def offline_throughput(model_dir: Path, batches: dict[str, list[str]], repeats: 
     with tempfile.TemporaryDirectory(prefix="kvviz-offline-") as tmp:
         spec = Path(tmp) / "batches.json"
         spec.write_text(json.dumps({"max_tokens": THROUGHPUT_TOKENS, "repeats": repeats, "batches": batches}))
-        proc = subprocess.run([str(server.PYTHON), str(Path(__file__).with_name("vllm_offline.py")), str(model_dir),
-                               str(spec)], cwd=tmp, env=server.environment(), capture_output=True, text=True)
+        proc = subprocess.run([str(server.PYTHON), str(Path(__file__).with_name("vllm_offline.py")),
+                               str(model_dir), str(spec)], cwd=tmp, env=server.environment(),
+                              capture_output=True, text=True)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("KVVIZ-RESULT ")), None)
     if line is None:
         raise RuntimeError(f"vLLM's offline run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -142,7 +146,8 @@ def merge_offline(a: dict | None, b: dict) -> dict:
                              for n, r in b["batches"].items()}}
 
 
-def ours_throughput(batches: dict[str, list[str]], baseline: str | None, baseline_first: bool = False) -> dict:
+def ours_throughput(batches: dict[str, list[str]], baseline: str | None,
+                    baseline_first: bool = False) -> dict:
     """Our engine (and `baseline`'s, when given) on `batches`: step_profile's child, in turn
     (`baseline_first`: the baseline's turn first; the first turn follows vLLM's run, whose processes
     may still be winding down, so the rounds alternate it)."""
@@ -167,18 +172,21 @@ def report(out: dict) -> str:
     lines += [f"   differs: {r['prompt']!r} at token {r['first_divergence']}, our logit margin there "
               f"{r['our_margin']:.4f}" for r in t if not r["identical"]]
     lines += ["", "2. shared-prefix trace (system prompt + one question each, sent one after another):",
-              "   | question | cached prompt tokens, vLLM | ours | tokens identical |", "   | --- | --- | --- | --- |"]
-    lines += [f"   | {r['question']} | {r['vllm_cached']} | {r['our_cached']} | {'yes' if r['identical'] else 'NO'} |"
+              "   | question | cached prompt tokens, vLLM | ours | tokens identical |",
+              "   | --- | --- | --- | --- |"]
+    lines += [f"   | {r['question']} | {r['vllm_cached']} | {r['our_cached']} | "
+              f"{'yes' if r['identical'] else 'NO'} |"
               for r in p["requests"]]
     lines += [f"   cached tokens equal for every request: {'yes' if p['cached_equal'] else 'NO'}; our "
               f"{p['our_blocks']} cached blocks' hashes == the {p['vllm_stored']} hashes vLLM's BlockStored "
               f"events announced: {'yes' if p['hashes_equal'] else 'NO'}",
-              "", f"3. throughput: batches of requests × {THROUGHPUT_TOKENS} greedy tokens from an empty cache, "
-              "generated tokens/s (kvviz: the engine alone, 1 torch thread, prefix sharing off, best of 3 after a "
-              "warm-up):"]
+              "",
+              f"3. throughput: batches of requests × {THROUGHPUT_TOKENS} greedy tokens from an empty cache, "
+              "generated tokens/s (kvviz: the engine alone, 1 torch thread, prefix sharing off, best of 3 "
+              "after a warm-up):"]
     turns = f", best of {out['rounds']} turns" if out.get("rounds", 1) > 1 else ""
-    head = (f"   | batch | vLLM HTTP server (eager, median of {out['repeats']}) | vLLM offline LLM (compiled, best of 3 "
-            f"after a warm-up{turns}) |")
+    head = (f"   | batch | vLLM HTTP server (eager, median of {out['repeats']}) | vLLM offline LLM "
+            f"(compiled, best of 3 after a warm-up{turns}) |")
     rule = "   | --- | --- | --- |"
     if "before" in out["ours"]:
         head += f" kvviz before ({out['baseline']}) |"
@@ -196,8 +204,8 @@ def report(out: dict) -> str:
         if "before" in out["ours"]:
             row += f" {n / out['ours']['before'][name]['wall_s']:.0f} |"
         same = ours["token_ids"] == off["token_ids"]
-        row += (f" {ours_tok_s:.0f} | {ours_tok_s / http['vllm_tok_s']:.2f}× | {ours_tok_s / off_tok_s:.2f}× |"
-                f" {'yes' if same else 'NO'} |")
+        row += (f" {ours_tok_s:.0f} | {ours_tok_s / http['vllm_tok_s']:.2f}× | "
+                f"{ours_tok_s / off_tok_s:.2f}× | {'yes' if same else 'NO'} |")
         lines.append(row)
     return "\n".join(lines)
 
@@ -206,8 +214,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description="kvviz's engine against a real vLLM (same weights).")
     parser.add_argument("--quick", action="store_const", const="quick", dest="size", default="full")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
-    parser.add_argument("--baseline", metavar="REV", help="also time the engine of commit REV, in the same run")
-    parser.add_argument("--rounds", type=int, default=1, help="turns vLLM's offline LLM and our engine take, one "
+    parser.add_argument("--baseline", metavar="REV",
+                        help="also time the engine of commit REV, in the same run")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="turns vLLM's offline LLM and our engine take, one "
                         "after the other; each one's best is kept (default: 1)")
     args = parser.parse_args(argv)
     size = SIZES[args.size]
@@ -220,7 +230,8 @@ def main(argv: list[str] | None = None) -> dict:
         sub.connect(srv.events)
         time.sleep(1.0)  # subscribed before the first request
         out = {"vllm_version": version, "date": date.today().isoformat(), "size": args.size,
-               "machine": f"{platform.machine()}, {torch.get_num_threads()} torch thread, {platform.python_version()}",
+               "machine": f"{platform.machine()}, {torch.get_num_threads()} torch thread, "
+                          f"{platform.python_version()}",
                "vllm_start_s": srv.started_s}
         out["trace"] = shared_prefix_trace(srv, sub, 64)
         out["tokens"] = compare_tokens(srv.url, size["max_tokens"])
@@ -232,7 +243,8 @@ def main(argv: list[str] | None = None) -> dict:
         out["http"] = {name: http_throughput(srv.url, prompts, THROUGHPUT_TOKENS, size["repeats"])
                        for name, prompts in batches.items()}
     out["offline"] = out["ours"] = None
-    with tempfile.TemporaryDirectory(prefix="kvviz-model-") as tmp:  # after the server stopped: the CPU to itself
+    # after the server stopped: the CPU to itself
+    with tempfile.TemporaryDirectory(prefix="kvviz-model-") as tmp:
         model_dir = server.export_model(Path(tmp) / "model")
         for turn in range(args.rounds):  # taking turns, so that both see the shared machine's quiet moments
             out["offline"] = merge_offline(out["offline"], offline_throughput(model_dir, batches, 3))

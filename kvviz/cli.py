@@ -1,10 +1,12 @@
 """The `kvviz` command (`python -m kvviz` where no script folder is on PATH): what the Makefile's
 targets run, on Linux, macOS and Windows alike.
 
-    kvviz lesson [--port 5006] [--address localhost]   serve the lesson (/) and the teacher page (/teacher)
-    kvviz class [...]                                   a whole class from this machine (deploy/class_server.py)
+    kvviz lesson [--port 5006] [--address localhost]   the lesson (/) and the teacher page (/teacher)
+    kvviz class [...]                                   a whole class from this machine
+                                                        (deploy/class_server.py)
     kvviz export DIR [--live-url URL]                   the lesson as static pages (kvviz.export)
-    kvviz vllm [--port 8000]                            a real vLLM serving kvviz's model (tools/vllm_server.py)
+    kvviz vllm [--port 8000]                            a real vLLM serving kvviz's model
+                                                        (tools/vllm_server.py)
 
 Importing this module imports only the standard library: `--help` is instant, and each command
 imports what it needs when it runs. The lesson is served from the checkout this package lives in
@@ -44,8 +46,8 @@ def default_allow(address: str, port: int) -> str:
     return f"localhost:{port}" if address in LOCAL else "*"
 
 
-def lesson_argv(port: int = DEFAULT_PORT, address: str = "localhost", procs: int = 1, allow: str | None = None,
-                python: str = sys.executable) -> list[str]:
+def lesson_argv(port: int = DEFAULT_PORT, address: str = "localhost", procs: int = 1,
+                allow: str | None = None, python: str = sys.executable) -> list[str]:
     """The `panel serve` command line that serves the lesson (run from the checkout's root):
     app.py at / and /app, the teacher page at /teacher, assets/ at /assets, the recorded lesson's
     routes (kvviz.serve.routes), whose recording begins at the start (on_start.py)."""
@@ -66,7 +68,8 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> int:
     SIGTERM/SIGHUP sent to this process, passed on to it, so it never outlives this command."""
     child = subprocess.Popen(argv, cwd=checkout(), env=env)
     forwarded = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
-    previous = {sig: signal.signal(sig, lambda signum, _frame: child.send_signal(signum)) for sig in forwarded}
+    previous = {sig: signal.signal(sig, lambda signum, _frame: child.send_signal(signum))
+                for sig in forwarded}
     try:
         while True:
             try:
@@ -95,7 +98,8 @@ def watch_recording(url: str, stop: threading.Event, root: Path | None = None, k
     started, said = time.monotonic(), None
     while not stop.wait(every_s):
         if cache_folder.ready(root, k) is not None:
-            print(f"The recorded lesson is ready ({time.monotonic() - started:.0f} s): {url}", file=out, flush=True)
+            print(f"The recorded lesson is ready ({time.monotonic() - started:.0f} s): {url}", file=out,
+                  flush=True)
             return
         facts = cache_folder.progress(root, k)
         line = f"{cache_folder.progress_line(facts)}, the live lesson at /app meanwhile" if facts else None
@@ -137,8 +141,9 @@ def cmd_vllm(rest: list[str]) -> int:
     root = checkout()
     venv = Path(os.environ.get("KVVIZ_VLLM_VENV", root / ".venv-vllm"))
     if not any(h in rest for h in ("-h", "--help")) and not (venv / "bin" / "python").exists():
-        print(f"kvviz vllm: no vLLM environment in {venv}. vLLM's CPU build is for Linux: `make vllm` sets it up "
-              "(about 3.4 GB) and starts it. The lesson's node 04 plays a recording of a real vLLM without it.",
+        print(f"kvviz vllm: no vLLM environment in {venv}. vLLM's CPU build is for Linux: `make vllm` sets "
+              "it up (about 3.4 GB) and starts it. The lesson's node 04 plays a recording of a real vLLM "
+              "without it.",
               file=sys.stderr)
         return 1
     env = os.environ | {"KVVIZ_VLLM_VENV": str(venv)}
@@ -146,7 +151,8 @@ def cmd_vllm(rest: list[str]) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kvviz", description="The KV-cache lesson: serve it, serve a class, export it.")
+    p = argparse.ArgumentParser(prog="kvviz",
+                                description="The KV-cache lesson: serve it, serve a class, export it.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     lesson = sub.add_parser("lesson", help="serve the lesson (/) and the teacher page (/teacher)",
@@ -159,7 +165,8 @@ def parser() -> argparse.ArgumentParser:
                         "network: for a class on the same Wi-Fi)")
     lesson.add_argument("--procs", type=int, default=1, help="server processes (default 1)")
     lesson.add_argument("--allow", default=None,
-                        help="websocket origins allowed, host:port (default: localhost:PORT when the address is "
+                        help="websocket origins allowed, host:port (default: localhost:PORT when the address "
+                             "is "
                         "localhost, else '*', any)")
     lesson.set_defaults(run=cmd_lesson)
 

@@ -234,4 +234,4 @@ TEMPLATE_CSS = """
 @media (min-width: 1600px) {
   #header .app-header .title { font-size: 2.2rem; }
 }
-"""
+"""  # noqa: E501 (data: a string kept as written)

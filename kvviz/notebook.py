@@ -39,7 +39,7 @@ FIT_JS = """<script>(() => {
   const fit = () => { frame.style.height = `${Math.ceil(main.getBoundingClientRect().bottom + window.scrollY) + 16}px`; };
   new ResizeObserver(fit).observe(main);
   fit();
-})();</script>"""
+})();</script>"""  # noqa: E501 (data: a string kept as written)
 
 
 # The frame's own document: the played page, gzipped (a third of its size: BokehJS and Panel's
@@ -55,7 +55,7 @@ FRAME_DOCUMENT = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><
   document.open();
   document.write(page);
   document.close();
-}})();</script></body></html>"""
+}})();</script></body></html>"""  # noqa: E501 (data: a string kept as written)
 
 
 def frame_document(page: str, title: str) -> str:

@@ -124,7 +124,7 @@ SETTLED_JS = """([frames, condition]) => {
   state.sig = sig;
   if (state.same < frames) return false;
   return condition ? Boolean((0, eval)(condition)()) : true;
-}"""
+}"""  # noqa: E501 (data: a string kept as written)
 
 
 def settled(page, condition: str | None = None, timeout: float | None = None) -> None:

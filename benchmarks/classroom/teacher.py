@@ -72,7 +72,8 @@ class Student:
         self.errors: list[str] = []
 
     async def run(self) -> None:
-        report = {"student_id": self.id, "node": NODES[self.i % 3], "predicted": [], "name": f"Student {self.i}"}
+        report = {"student_id": self.id, "node": NODES[self.i % 3], "predicted": [],
+                  "name": f"Student {self.i}"}
         status, _ = await request(self.port, "POST", "/lesson-report", self.src, json.dumps(report).encode(),
                                   {"Content-Type": "application/json"})
         self.reported = time.perf_counter()
@@ -109,7 +110,8 @@ def backends_cpu(port: int) -> float:
 def command(port: int, what: dict) -> float:
     """Send a teacher's command through nginx; the time its answer came."""
     req = urllib.request.Request(f"http://127.0.0.1:{port}/lesson-class", data=json.dumps(what).encode(),
-                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {PASSPHRASE}"})
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": f"Bearer {PASSPHRASE}"})
     with urllib.request.urlopen(req, timeout=30) as r:
         assert r.status == 200
     return time.perf_counter()
@@ -216,8 +218,10 @@ def run(a) -> dict:
         async def questions():
             for k in range(a.questions):
                 q = urllib.parse.urlencode([("node", "radix"), ("sharing", "1"),
-                                            ("op", f"ask:Question {k} of the bench, {secrets.token_hex(3)}?")])
-                status, _ = await request(teacher_port, "GET", f"/lesson-live?{q}", source_address(1000 + k), timeout=120)
+                                            ("op",
+                                             f"ask:Question {k} of the bench, {secrets.token_hex(3)}?")])
+                status, _ = await request(teacher_port, "GET", f"/lesson-live?{q}", source_address(1000 + k),
+                                          timeout=120)
                 answered.append((time.perf_counter(), status))
                 await asyncio.sleep(max(0.0, 60.0 / a.questions))
         qloop = asyncio.new_event_loop()
@@ -236,7 +240,8 @@ def run(a) -> dict:
                 break
             time.sleep(0.1)
         ok = [t for t, s in answered if s == 200]
-        out["questions"] = {"sent": a.questions, "answered": len(ok), "refused": [s for _t, s in answered if s != 200]}
+        out["questions"] = {"sent": a.questions, "answered": len(ok),
+                            "refused": [s for _t, s in answered if s != 200]}
         out["tree_after_answer_s"] = summary([seen[k + 1] - t for k, t in enumerate(ok) if k + 1 in seen])
         loop.call_soon_threadsafe(lambda: [t.cancel() for t in asyncio.all_tasks(loop)])
         out["student_errors"] = sorted({e for s in students for e in s.errors})[:10]

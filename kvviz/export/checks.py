@@ -70,7 +70,8 @@ def wire(models: Iterable[Model]) -> dict[str, str]:
         ids[f"feedback-{c.key}"] = by_class(models, f"kv-check-feedback-{c.key}").id
         box, button = by_class(models, f"kv-check-box-{c.key}"), by_class(models, f"kv-check-button-{c.key}")
         call = f"window.kvvizPlayer.checks.check({c.key!r}, "
-        button.js_on_event("button_click", CustomJS(args={"box": box}, code=call + "box.value_input || box.value)"))
+        button.js_on_event("button_click",
+                           CustomJS(args={"box": box}, code=call + "box.value_input || box.value)"))
         box.js_on_event("value_submit", CustomJS(code=call + "cb_obj.value)"))
     for part in PARTS:
         ids[part.removeprefix("kv-explain-")] = by_class(models, part).id

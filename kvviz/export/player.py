@@ -78,8 +78,11 @@ def wire_live(models: Iterable[Model], node: str, ids: Collection[str]) -> None:
         cid = next(c[3:] for c in classes(model) if c[3:] in ids)
         call = f"window.kvvizPlayer.act({node!r}, 'do', {{id: {cid!r}"
         if "TextInput" in kind:  # (Enter runs it; what is typed is kept for the box's own button)
-            model.js_on_event("value_submit", CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'typed', cb_obj.value)"))
-            model.js_on_change("value_input", CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'draft', cb_obj.value_input)"))
+            model.js_on_event("value_submit",
+                              CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'typed', cb_obj.value)"))
+            model.js_on_change("value_input",
+                               CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'draft', "
+                                             "cb_obj.value_input)"))
         elif "Button" in kind:
             model.js_on_event("button_click", CustomJS(code=call + "})"))
         elif hasattr(model, "value"):  # (its model: the player tells the student's choice from its own echo)
@@ -95,7 +98,8 @@ def _live_controls(models: Iterable[Model], ids: Collection[str],
     for model in models:
         if not hasattr(model, "disabled"):
             continue
-        if any(c[3:] in ids for c in classes(model) if c.startswith("kv-")) or (predictions and _is_prediction(model)):
+        if any(c[3:] in ids for c in classes(model) if c.startswith("kv-")) or (predictions
+                                                                                and _is_prediction(model)):
             yield model
 
 
@@ -115,7 +119,9 @@ def wire_predictions(models: Iterable[Model], node: str) -> dict[str, Any]:
         elif "kv-predict-lock" in cls:
             model.js_on_event("button_click", CustomJS(code=call + ", null)"))
         elif NUMBER in cls:
-            model.js_on_change("value_input", CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'predict_typing', cb_obj.value_input)"))
+            model.js_on_change("value_input",
+                               CustomJS(code=f"window.kvvizPlayer.act({node!r}, 'predict_typing', "
+                                             "cb_obj.value_input)"))
             model.js_on_change("value", CustomJS(code=call + ", cb_obj.value)"))
         elif "kv-predict-status" in cls:
             ids["status"] = model.id

@@ -44,7 +44,8 @@ Prop = tuple[str, str]  # (model id, property name)
 class Recording:
     props: list[list[Any]] = field(default_factory=list)  # [model id, property] (a walk's: [place, property])
     values: list[Any] = field(default_factory=list)  # each distinct value once (JSON-able)
-    branches: dict[str, list[list[int]]] = field(default_factory=dict)  # key -> states -> value index per prop
+    # key -> states -> value index per prop
+    branches: dict[str, list[list[int]]] = field(default_factory=dict)
     steps: dict[str, list[int]] = field(default_factory=dict)  # key -> the engine step count of each state
     links: dict[str, str] = field(default_factory=dict)  # key -> the live link's query for its settled end
 
@@ -145,7 +146,8 @@ class Reader:
                 value = encode(getattr(self.models[mid], attr))
             except (TypeError, UnsetValueError):
                 if self.strict:
-                    raise TypeError(f"property {attr!r} of {type(self.models[mid]).__name__} cannot be recorded") from None
+                    raise TypeError(f"property {attr!r} of {type(self.models[mid]).__name__} cannot be "
+                                    "recorded") from None
                 self.now.pop(prop, None)
                 continue
             before[prop] = self.now.get(prop)

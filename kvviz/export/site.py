@@ -1,14 +1,14 @@
 """Write the static site: a page per recorded node, index.html with all of them, and what they need.
 
 A node is recorded when its registry entry has a recipe (kvviz/nodes/<node>/recipe.py); node 04, which
-watches a live vLLM, is recorded from its shipped vLLM recording (kvviz/nodes/vllm/exported.py) on a static site,
-and left to the live server on a served one.
+watches a live vLLM, is recorded from its shipped vLLM recording (kvviz/nodes/vllm/exported.py) on a static
+site, and left to the live server on a served one.
 
 Every page is a Bokeh document saved with its recordings and the player inlined; BokehJS, Panel's
 JavaScript, the lesson's stylesheet and Panel's component stylesheets are written once beside the
 pages, under `static/` (so the site opens from disk with no network, each library is fetched once
-for every page, and a server can hand them out as cacheable files). The page says it is a recording: when, which model (the weights'
-SHA-256) and which code (the engine's version and the git commit).
+for every page, and a server can hand them out as cacheable files). The page says it is a recording: when,
+which model (the weights' SHA-256) and which code (the engine's version and the git commit).
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ CDN_RE = re.compile(r"https://cdn\.holoviz\.org/panel/[^/]+/dist/([A-Za-z0-9_./-
 BOKEH_STATIC = Path(bokehjs_path())
 # The page's libraries, linked relative to it (`./static/...`, as a Bokeh server names them).
 RESOURCES = Resources(mode="server", root_url="./")
-LIBRARY_RE = re.compile(r'(?:src|href)="(?:\./)?(static/(js|extensions/panel)/([A-Za-z0-9_./@^-]+?))(?:\?v=[0-9a-f]+)?"')
+LIBRARY_RE = re.compile(r'(?:src|href)="(?:\./)?(static/(js|extensions/panel)/([A-Za-z0-9_./@^-]+?))'
+                        r'(?:\?v=[0-9a-f]+)?"')
 
 
 def provenance() -> dict[str, str]:
@@ -87,7 +88,7 @@ NODE_04_HTML = f"""<section class="kv-live-links" aria-label="Node {html.escape(
 <div class="kv-node-vllm"><h2>{html.escape(BY_KEY["vllm"].number)} · {html.escape(BY_KEY["vllm"].title)}</h2>
 <p>The same ideas inside a real production engine, vLLM, watched live (or its recording, where no vLLM runs).
 <a class="kv-live-link" href="{SERVED_LIVE}?node=vllm">Open node {html.escape(BY_KEY["vllm"].number)}</a></p></div>
-</section>"""
+</section>"""  # noqa: E501 (data: a string kept as written)
 
 # The played page's hand-in box (player.js: handIn): under Explain it back and, on a served page,
 # under each answered prediction (player.js: resolve), as the live page has one under its verdicts.
@@ -112,12 +113,15 @@ def note_html(facts: dict[str, str], live_url: str | None, served: bool = False)
     made = (f'code {e(facts["commit"])} · model weights sha256 {e(facts["model_sha256"][:12])}…')
     if served:
         return (f'<p class="kv-recording" role="note">Recorded from this server\'s engine at '
-                f'{e(facts["time"])} ({made}): the controls, Step and Play replay states the real engine reached, '
+                f'{e(facts["time"])} ({made}): the controls, Step and Play replay states the real engine '
+                'reached, '
                 "in your browser; a prompt or question you type runs live on the server.</p>")
     live = (f' Typing your own prompt or question needs the <a href="{e(live_url)}">live lesson</a>.'
-            if live_url else " Typing your own prompt or question needs the live lesson (<code>make lesson</code>).")
+            if live_url
+            else " Typing your own prompt or question needs the live lesson (<code>make lesson</code>).")
     return (f'<p class="kv-recording" role="note">A recording of the live lesson, made on '
-            f'{e(facts["date"])} from the real engine ({made}): every state is one the engine reached; Step, Play, '
+            f'{e(facts["date"])} from the real engine ({made}): every state is one the engine reached; Step, '
+            'Play, '
             f"Rewind and the controls replay them.{live}</p>")
 
 
@@ -203,7 +207,8 @@ def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], ser
                        sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
     doc = Document()
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)
-    live_config = {"handin": SERVED_HANDIN, "frames": SERVED_FRAMES, "handinBox": HANDIN_BOX} if served else {}
+    live_config = ({"handin": SERVED_HANDIN, "frames": SERVED_FRAMES, "handinBox": HANDIN_BOX} if served
+                   else {})
     scripts = [f"window.kvvizPlayer.configure({json.dumps(live_config)});"]
     if served:  # (the class the teacher runs: the roster's reports, pause, pace, follow me)
         classroom = browser_config(SERVED_REPORT, SERVED_CLASS, OUTLINE)
@@ -240,7 +245,8 @@ def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], ser
         placed[key] = known.placed
         mine = view.references()  # (the node's own models: its controls)
         play = wire(mine, key, recipe.controls)
-        ids["counter"] = next((m.id for m in mine if "kv-counter" in (getattr(m, "css_classes", None) or [])), None)
+        ids["counter"] = next((m.id for m in mine if "kv-counter" in (getattr(m, "css_classes", None) or [])),
+                              None)
         url = BY_KEY[key].url
         meta = {**recipe.meta, "params": list(url.PARAMS) if url else [],
                 # (what the node's own actions do, as data: the generic player runs them)
@@ -297,8 +303,10 @@ def _copy_libraries(text: str, out: Path) -> None:
 
 
 # The stylesheets a page links (the lesson's, Panel's components'), as a page's text names them.
-STYLESHEET_RE = re.compile(r'((?:"url":|href=)"(?:\./)?(?:kvviz\.css|static/extensions/panel/[A-Za-z0-9_./@^-]+\.css))"')
-LINKED_RE = re.compile(r'"url":"((?:kvviz|handin)\.css\?v=[0-9a-f]+|static/extensions/panel/[A-Za-z0-9_./@^-]+\.css\?v=[0-9a-z.]+)"')
+STYLESHEET_RE = re.compile(r'((?:"url":|href=)"(?:\./)?'
+                           r'(?:kvviz\.css|static/extensions/panel/[A-Za-z0-9_./@^-]+\.css))"')
+LINKED_RE = re.compile(r'"url":"((?:kvviz|handin)\.css\?v=[0-9a-f]+'
+                       r'|static/extensions/panel/[A-Za-z0-9_./@^-]+\.css\?v=[0-9a-z.]+)"')
 
 
 def version_stylesheets(text: str, version: str) -> str:
@@ -319,7 +327,8 @@ def preload_stylesheets(text: str) -> str:
 
 def stylesheet_version() -> str:
     """What the stylesheets depend on: the lesson's own and Panel's version."""
-    h = hashlib.sha256(b"".join((ROOT / name).read_bytes() for name in stylesheet.STYLESHEETS) + pn.__version__.encode())
+    h = hashlib.sha256(b"".join((ROOT / name).read_bytes() for name in stylesheet.STYLESHEETS)
+                       + pn.__version__.encode())
     return h.hexdigest()[:12]
 
 
@@ -372,7 +381,8 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     total = parts + len(nodes) + (0 if only else 1)
     if unwalked:
         progress("the nodes' states", 0, total)
-        walks_made = walk.walk_all(unwalked, on_done=lambda done, _all: progress("the nodes' states", done, total))
+        walks_made = walk.walk_all(unwalked,
+                                   on_done=lambda done, _all: progress("the nodes' states", done, total))
         walked.update({key: Walked(rec, places, None) for key, (rec, places) in walks_made.items()})
     for done, node in enumerate(nodes, start=parts):
         progress(f"node {node.number} · {node.title}", done, total)
@@ -382,11 +392,12 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} · {node.title} (recording)")
     if not only:
         progress("the whole lesson's page", parts + len(nodes), total)
-        doc, scripts, _placed = build_page([*(n.key for n in recorded), "explain"], live_url, facts, served, walked,
-                                           explained)
+        doc, scripts, _placed = build_page([*(n.key for n in recorded), "explain"], live_url, facts, served,
+                                           walked, explained)
         pages.append(out / "index.html")
         write_page(doc, scripts, pages[-1], f"{page_text.TITLE} (recording)")
     if served:  # (what kvviz/serve/live.py reads for a frame, beside the pages)
         (out / FRAMES_FILE).write_text(json.dumps(frames), encoding="utf-8")
-    (out / "recording.json").write_text(json.dumps({**facts, "fonts": SYSTEM_FONTS}, indent=2), encoding="utf-8")
+    (out / "recording.json").write_text(json.dumps({**facts, "fonts": SYSTEM_FONTS}, indent=2),
+                                        encoding="utf-8")
     return pages

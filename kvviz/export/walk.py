@@ -70,7 +70,8 @@ class _Worker:
             with page_config():  # (as the page is built: the same models, in the same order)
                 column = node_column(lesson, piece.key)
                 doc.add_root(pn.Column(column, sizing_mode="stretch_width", margin=0).get_root(doc))
-            view = next(m for m in doc.models if f"kv-recorded-{piece.key}" in (getattr(m, "css_classes", None) or []))
+            view = next(m for m in doc.models
+                        if f"kv-recorded-{piece.key}" in (getattr(m, "css_classes", None) or []))
             place: dict[str, int] = {m.id: i for i, m in enumerate(model_order(view))}
             self.views[piece.key] = (lesson.states[piece.key], doc, place)
         state, doc, place = self.views[piece.key]
@@ -84,7 +85,8 @@ class _Worker:
         models = {m.id: m for m in doc.models if m.id in place}
         before = {f"{place[mid]}.{attr}": v for (mid, attr), v in initial_values(models.values()).items()}
         with page_config():
-            rec = record(doc, state, {name: recipe.branches[name] for name in piece.branches}, reset, state_link(piece.key))
+            rec = record(doc, state, {name: recipe.branches[name] for name in piece.branches}, reset,
+                         state_link(piece.key))
         changed = {f"{place[mid]}.{attr}" for mid, attr in rec.props}
         return {"props": [[place[mid], attr] for mid, attr in rec.props], "values": rec.values,
                 "branches": rec.branches, "steps": rec.steps, "links": rec.links,
@@ -122,7 +124,8 @@ def join(walks: list[dict[str, Any]]) -> tuple[Recording, list[list[Any]]]:
         mine = {(place, attr): i for i, (place, attr) in enumerate(w["props"])}
         held = {p: stored.intern(w["before"][f"{p[0]}.{p[1]}"]) for p in order if p not in mine}
         for name, rows in w["branches"].items():
-            rec.branches[name] = [[stored.intern(w["values"][row[mine[p]]]) if p in mine else held[p] for p in order]
+            rec.branches[name] = [[stored.intern(w["values"][row[mine[p]]]) if p in mine else held[p]
+                                   for p in order]
                                   for row in rows]
             rec.steps[name] = w["steps"][name]
             rec.links[name] = w["links"][name]
@@ -135,7 +138,8 @@ def _context() -> BaseContext:
     process runs; a plain fork of a process with threads can deadlock its child), else spawned."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["torch", "panel", "kvviz.export.walk", "kvviz.export.recipes", "kvviz.lesson"])
+        context.set_forkserver_preload(["torch", "panel", "kvviz.export.walk", "kvviz.export.recipes",
+                                        "kvviz.lesson"])
         return context
     return multiprocessing.get_context("spawn")
 
@@ -149,8 +153,8 @@ def procs() -> int:
 def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], None] = lambda d, t: None,
              workers: int | None = None) -> dict[str, tuple[Recording, list[list[Any]]]]:
     """Every node's walk (`branches_of`: node -> its branches, in order), made by `workers`
-    processes (default `procs()`; started by `_context()`); `on_done(done, total)` after each piece. Returns node ->
-    (recording, its places), as `join` makes them."""
+    processes (default `procs()`; started by `_context()`); `on_done(done, total)` after each piece. Returns
+    node -> (recording, its places), as `join` makes them."""
     todo = pieces(branches_of)
     workers = min(workers or procs(), len(todo))
     done: dict[int, dict[str, Any]] = {}

@@ -96,7 +96,8 @@ class Frames:
                         if c.startswith("kv-") and c[3:] in allowed}
 
     def _column_model(self, column: pn.Column) -> Model:
-        found = [m for m in self.doc.models if f"kv-recorded-{self.key}" in (getattr(m, "css_classes", None) or [])]
+        found = [m for m in self.doc.models
+                 if f"kv-recorded-{self.key}" in (getattr(m, "css_classes", None) or [])]
         if len(found) != 1:
             raise LookupError(f"{len(found)} views of node {self.key} in its live document")
         return found[0]
@@ -254,7 +255,8 @@ class Service:
                 self.kept.popitem(last=False)
         return 200, body
 
-    def parse(self, query: str) -> tuple[str, str, str | None, str | None, list[tuple[int, str]], int, int | None]:
+    def parse(self,
+              query: str) -> tuple[str, str, str | None, str | None, list[tuple[int, str]], int, int | None]:
         if len(query) > MAX_QUERY:
             raise FrameError("That link is too long to run.")
         pairs = parse_qsl(query, keep_blank_values=True)

@@ -18,8 +18,8 @@
 Importing this module does nothing more: `start()` begins the recording (`python -m
 kvviz.export.cache`, by kvviz/export/cache_folder.py: never imported here) in a child process
 if this code has none yet, at the server's start (Panel's `--setup on_start.py`,
-which the launchers pass) or else at its first request. Scripted actions on the recorded pages never reach the server; what no
-recording holds runs on this server's engine: a typed prompt or question, Release oldest, Fill
+which the launchers pass) or else at its first request. Scripted actions on the recorded pages never reach the
+server; what no recording holds runs on this server's engine: a typed prompt or question, Release oldest, Fill
 the pool (/lesson-live, played in the page); Explain it back and node 04 (live at /app).
 """
 
@@ -128,9 +128,12 @@ class LessonLive(RequestHandler):
         self.set_header("Cache-Control", "no-store")
         folder = cache_folder.ready(k=cache_folder.served_key())
         if folder is None:
-            status, body, compute = 503, live.gz({"ok": False, "message": "The server is still recording the lesson: try again in a minute."}), 0.0
+            status, body, compute = 503, live.gz({"ok": False,
+                                                  "message": "The server is still recording the lesson: try "
+                                                             "again in a minute."}), 0.0
         else:
-            status, body, compute = await IOLoop.current().run_in_executor(ANSWERING, _answer, folder, self.request.query)
+            status, body, compute = await IOLoop.current().run_in_executor(ANSWERING, _answer, folder,
+                                                                           self.request.query)
         # (seen in a browser's developer tools, and by benchmarks.classroom: where the time
         # went; wait: in this server before its answer began, behind other answers)
         waited = max(0.0, self.request.request_time() - compute)
@@ -154,7 +157,8 @@ def _answer(folder: Path, query: str) -> tuple[int, bytes, float]:
     compute = time.perf_counter() - started
     pairs = parse_qsl(query)
     if status == 200 and ("node", "radix") in pairs and (question := question_in(pairs)):
-        # (the class's own cache, for the teacher's projector: asked after this answer is sent, on this thread)
+        # (the class's own cache, for the teacher's projector: asked after this answer is sent, on this
+        # thread)
         ANSWERING.submit(lambda: class_cache().ask(question))
     return status, body, compute
 

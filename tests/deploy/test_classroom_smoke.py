@@ -53,8 +53,9 @@ def test_the_reports_summaries_are_percentiles():
 def test_helpers_for_addresses_backends_and_page_resources():
     assert source_address(0) == "127.1.0.1" and source_address(250) == "127.1.1.1"
     assert answered_by("127.0.0.1:5101, 127.0.0.1:5100") == "127.0.0.1:5100"
-    page = ('<script src="static/js/bokeh.min.js?v=1"></script><link rel="stylesheet" href="/assets/kvviz.css">'
-            '<script src="https://cdn.example/x.js"></script><link rel="icon" href="data:image/svg+xml,%3Csvg%3E">')
+    page = ('<script src="static/js/bokeh.min.js?v=1"></script><link rel="stylesheet" '
+            'href="/assets/kvviz.css"><script src="https://cdn.example/x.js"></script><link rel="icon" '
+            'href="data:image/svg+xml,%3Csvg%3E">')
     assert page_resources(page, "/app") == ["/static/js/bokeh.min.js?v=1", "/assets/kvviz.css"]
 
 
@@ -209,7 +210,8 @@ def test_the_status_page_counts_the_sessions_of_every_backend(server):
     assert [b["port"] for b in report["backends"]] == [b["port"] for b in state["backends"]]
     assert all(b["up"] for b in report["backends"]) and sum(b["pages_built"] for b in report["backends"]) >= 3
     # each backend's CPU and memory, from its own /metrics (prometheus_client's process collector)
-    assert all(b["rss_mb"] > 50 and b["cpu_percent"] is not None and b["cpu_percent"] >= 0 for b in report["backends"])
+    assert all(b["rss_mb"] > 50 and b["cpu_percent"] is not None and b["cpu_percent"] >= 0
+               for b in report["backends"])
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=30) as r:
         assert "students connected" in r.read().decode()
 

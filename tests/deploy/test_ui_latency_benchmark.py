@@ -68,7 +68,8 @@ def test_target_verdict_follows_the_overall_p95(out):
 def test_prefix_sharing_toggle_is_planned_against_the_lesson_figures():
     initial, steps = ui_latency.plan("radix", 2)
     assert initial["BLOCKS STORED"] == "36 blk"
-    assert [(s.action.name, s.role, s.changed, s.after["BLOCKS STORED"], s.after["SAVED"]) for s in steps] == [
+    assert [(s.action.name, s.role, s.changed, s.after["BLOCKS STORED"], s.after["SAVED"])
+            for s in steps] == [
         ("Prefix sharing", "checkbox", ["BLOCKS STORED", "SAVED"], "18 blk", "50%"),
         ("Prefix sharing", "checkbox", ["BLOCKS STORED", "SAVED"], "36 blk", "0%"),
     ]

@@ -66,7 +66,8 @@ def test_every_page_is_written_small_enough_and_says_it_is_a_recording(static_si
     assert len(list(static_site.rglob("bokeh.min.js"))) == 1
     assert len(list(static_site.rglob("panel.min.js"))) == 1
     assert sum(f.stat().st_size for f in static_site.rglob("*") if f.is_file()) <= 6_000_000
-    assert "cdn.holoviz.org" not in (static_site / "index.html").read_text(encoding="utf-8").split("<script", 1)[0]
+    assert "cdn.holoviz.org" not in (static_site / "index.html").read_text(encoding="utf-8").split("<script",
+                                                                                                   1)[0]
 
 
 def cards_shown(rec: dict, branch: str, index: int) -> dict[str, str]:

@@ -27,7 +27,8 @@ def test_before_the_recording_every_link_opens_the_live_lesson(routes):
     assert where(routes, "/") == "app"
 
 
-def test_with_the_recording_a_link_opens_its_recorded_page_and_explain_it_back_the_whole_lesson(routes, tmp_path):
+def test_with_the_recording_a_link_opens_its_recorded_page_and_explain_it_back_the_whole_lesson(routes,
+                                                                                                tmp_path):
     folder = tmp_path / "recordings" / routes.cache_folder.served_key()
     folder.mkdir(parents=True)
     for name in ("index", "fragmentation", "paging", "radix"):

@@ -45,7 +45,8 @@ def test_a_live_view_holds_the_same_models_in_the_same_order_as_the_page(service
     for key in ("fragmentation", "paging", "radix"):
         with page_config():
             doc, _scripts, placed = build_page([key], None, provenance(), served=True)
-        column = next(m for m in doc.models if f"kv-recorded-{key}" in (getattr(m, "css_classes", None) or []))
+        column = next(m for m in doc.models
+                      if f"kv-recorded-{key}" in (getattr(m, "css_classes", None) or []))
         page = [type(m).__name__ for m in model_order(column)]
         service.warm(key)
         assert [type(m).__name__ for m in service.frames[key].models] == page

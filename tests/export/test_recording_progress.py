@@ -19,7 +19,8 @@ def test_the_line_follows_the_recording_file_and_is_gone_when_it_is_ready(tmp_pa
 
 
 def test_the_live_page_shows_the_line_and_drops_it_when_the_recording_is_ready():
-    said = iter(["recording the nodes' states… 40% (part 5 of 12)", "recording the whole lesson's page… 90%", None])
+    said = iter(["recording the nodes' states… 40% (part 5 of 12)", "recording the whole lesson's page… 90%",
+                 None])
     lesson = Lesson({}, recording=lambda: next(said))
     pane = lesson._notice_pane()
     assert "40%" in lesson.progress.object and lesson.progress in pane

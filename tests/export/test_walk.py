@@ -10,7 +10,8 @@ import pytest
 from kvviz.export import walk
 from kvviz.export.record import Recording
 
-MEASURED = re.compile(r"\d+(?:\.\d+)? ms")  # (node 03's prefill time: this machine's clock, not the same twice)
+# (node 03's prefill time: this machine's clock, not the same twice)
+MEASURED = re.compile(r"\d+(?:\.\d+)? ms")
 
 
 def states(rec: Recording, places: list[list]) -> dict[str, list[dict]]:
@@ -24,7 +25,8 @@ def states(rec: Recording, places: list[list]) -> dict[str, list[dict]]:
 
 
 def test_pieces_cut_each_nodes_branches_in_order():
-    cut = walk.pieces({"fragmentation": [f"b{i}" for i in range(10)], "radix": ["s0", "s1"], "other": list("abc")})
+    cut = walk.pieces({"fragmentation": [f"b{i}" for i in range(10)], "radix": ["s0", "s1"],
+                       "other": list("abc")})
     assert [(p.key, p.branches) for p in cut] == [
         ("fragmentation", ["b0", "b1", "b2", "b3"]), ("fragmentation", ["b4", "b5", "b6", "b7"]),
         ("fragmentation", ["b8", "b9"]), ("radix", ["s0", "s1"]), ("other", ["a", "b"]), ("other", ["c"])]
@@ -48,7 +50,8 @@ def test_a_node_walked_in_pieces_on_two_workers_is_the_same_as_one_walk(monkeypa
     whole = walk.walk_all(branches, workers=1)["radix"]
     monkeypatch.setitem(walk.PIECE, "radix", 1)
     seen = []
-    apart = walk.walk_all(branches, workers=2, on_done=lambda done, total: seen.append((done, total)))["radix"]
+    apart = walk.walk_all(branches, workers=2,
+                          on_done=lambda done, total: seen.append((done, total)))["radix"]
     assert seen == [(1, 2), (2, 2)]
     # (a walk holds the properties it saw changed; one that the other does not hold kept one value
     # throughout: the value it had before, which the page has too)

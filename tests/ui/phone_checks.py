@@ -39,4 +39,4 @@ FIT_JS = """() => {
     if (lines * 1.15 > boxHeightPx) out.spills.push(`two lines of ${lines}px in a ${Math.round(boxHeightPx)} px box`);
   }
   return out;
-}"""
+}"""  # noqa: E501 (data: a string kept as written)

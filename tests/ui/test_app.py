@@ -187,7 +187,7 @@ TOOLTIP_TEXTS_JS = """() => {
   };
   const scan = (root) => { for (const el of root.querySelectorAll("*")) if (el.shadowRoot) watch(el.shadowRoot); };
   watch(document);
-}"""
+}"""  # noqa: E501 (data: a string kept as written)
 
 
 def test_block_tooltip_shows_hostile_text_as_text(page, lesson_url):

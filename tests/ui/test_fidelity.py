@@ -30,12 +30,12 @@ GAPS_JS = """() => {
     return {wide: rows(""), narrow: rows("_n")};
   }
   return null;
-}"""
+}"""  # noqa: E501 (data: a string kept as written)
 
 # Which cells of each block strip glow (read by the last step) and their hover text.
 READS_JS = """() => [...Bokeh.documents].flatMap((d) => [...d.all_models])
   .filter((m) => m.type === "ColumnDataSource" && "reads" in m.data)
-  .map((m) => [...m.data.read].map((r, i) => [r, m.data.reads[i], m.data.label[i]]).filter((c) => c[0] > 0))"""
+  .map((m) => [...m.data.read].map((r, i) => [r, m.data.reads[i], m.data.label[i]]).filter((c) => c[0] > 0))"""  # noqa: E501 (data: a string kept as written)
 
 
 def test_after_free_r2_the_two_holes_are_drawn_apart_and_the_refusal_is_the_headline(page, lesson_url):
@@ -130,7 +130,7 @@ def test_release_oldest_with_nothing_left_says_why_and_leaves_are_in_their_reque
     settled(page)
     (nodes,) = page.evaluate("""() => [...Bokeh.documents].flatMap((d) => [...d.all_models])
       .filter((m) => m.type === "ColumnDataSource" && "sub" in m.data)
-      .map((m) => [...m.data.x].map((x, i) => [x, m.data.fill[i]]).filter((n) => n[0] !== null && !Number.isNaN(n[0])))""")
+      .map((m) => [...m.data.x].map((x, i) => [x, m.data.fill[i]]).filter((n) => n[0] !== null && !Number.isNaN(n[0])))""")  # noqa: E501 (data: a string kept as written)
     # the root, the shared trunk in the strip's shared grey, each request's branch in its colour
     assert sorted(nodes) == [[0, "#444444"], [1, "#8a8a8a"],
                              *sorted([[2, c] for c in ("#E69F00", "#56B4E9", "#009E73", "#F0E442")])]

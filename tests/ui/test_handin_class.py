@@ -65,7 +65,8 @@ class Student:
 
 async def hand_in_together(students: list[Student]) -> list[str]:
     await asyncio.gather(*(s.open() for s in students))  # all ready first ...
-    return await asyncio.wait_for(asyncio.gather(*(s.hand_in() for s in students)), TIMEOUT_S)  # ... then at once
+    # ... then at once
+    return await asyncio.wait_for(asyncio.gather(*(s.hand_in() for s in students)), TIMEOUT_S)
 
 
 def test_forty_students_hand_in_at_once_through_two_processes_and_none_is_lost(page, served):

@@ -104,7 +104,7 @@ def test_on_a_phone_the_radix_trees_four_branches_read_differently_and_lock_n_is
             const data = text.data_source.data, field = text.glyph.text.field;
             return {field, branches: Array.from(data[field]).filter((_t, i) => data.x[i] === 2)};
           }
-        }""")
+        }""")  # noqa: E501 (data: a string kept as written)
         assert labels["field"] == "label_n"  # (the phone's layout)
         assert len(labels["branches"]) == 4 and len(set(labels["branches"])) == 4, labels
         assert not any(b.startswith("Q: What") for b in labels["branches"])

@@ -238,7 +238,7 @@ def test_the_server_computes_exactly_what_the_recording_holds(page, recorded):
         if (plain(P.decode(n.rec.values[vi])) !== plain(P.decode(n.rec.values[b[s][i]]))) out.push([s, n.rec.props[i][1]]);
       }));
       return out;
-    }""", recorded_branch)
+    }""", recorded_branch)  # noqa: E501 (data: a string kept as written)
     assert differences == []
     for label, value in before.items():
         expect(page.locator(f'.kv-metric[data-node="fragmentation"][data-label="{label}"] .kv-value')
@@ -283,7 +283,7 @@ def test_on_a_phone_the_recorded_lesson_is_laid_out_at_the_phones_width(browser,
     settled(page)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     per_row = page.evaluate("""() => { for (const doc of Bokeh.documents) for (const m of doc.all_models)
-        if (m.type === "Figure" && m.renderers.some((r) => "x_n" in r.data_source.data)) return m.x_range.end - m.x_range.start; }""")
+        if (m.type === "Figure" && m.renderers.some((r) => "x_n" in r.data_source.data)) return m.x_range.end - m.x_range.start; }""")  # noqa: E501 (data: a string kept as written)
     assert per_row == 8
     context.close()
 
@@ -301,7 +301,7 @@ def test_node_02_draws_its_block_table_when_the_page_opens(page, recorded):
     expect(paged).to_contain_text("R1 in the paged pool: page 0 → block")
     pages = page.evaluate("""() => { for (const m of Bokeh.documents[0].all_models) {
         const d = m.data; if (d && d.info && d.label && Array.from(d.info).some((i) => String(i).startsWith('logical page')))
-          return Array.from(d.label).filter((x) => x).length; } return 0; }""")
+          return Array.from(d.label).filter((x) => x).length; } return 0; }""")  # noqa: E501 (data: a string kept as written)
     assert pages > 0
 
 

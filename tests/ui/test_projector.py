@@ -28,7 +28,7 @@ SIZES_JS = """(selectors) => {
   };
   walk(document);
   return out;
-}"""
+}"""  # noqa: E501 (data: a string kept as written)
 
 # (font size, what) of every text drawn on the canvas of a figure on screen (a hidden one has no
 # width yet): its title, its text glyphs (cell labels, hole lengths, tree labels), its axes' labels.
