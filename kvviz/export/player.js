@@ -260,6 +260,7 @@
 
     run(effect, value) {
       const v = this.vars;
+      const was = this.branchOf(v);
       if (effect.reset) Object.assign(v, this.meta.vars || {});
       for (const [k, x] of Object.entries(effect.set || {})) {
         const given = x === "$value" ? value : x;
@@ -275,8 +276,20 @@
         at = first < 0 ? steps.length - 1 : first;
       }
       if (effect.replay) at = 0;
+      if (!effect.count && !effect.replay && !effect.reset && this.branchOf(v) === was && this.branch === was
+          && this.taken(effect)) return; // (done already in the state shown: nothing changes, as live)
       this.go(this.branchOf(v), at);
       if (effect.play || effect.replay) this.play(true);
+    }
+
+    // Whether the action `effect` sets was taken already in the state shown: at or after the step it
+    // was taken at in this branch, the end of the branch it was taken from (its variables at their
+    // defaults). Before that step the live lesson runs the node to its end and takes it there.
+    taken(effect) {
+      const before = { ...this.vars };
+      for (const k of Object.keys(effect.set || {})) before[k] = (this.meta.vars || {})[k];
+      const from = (this.rec.steps[this.branchOf(before)] || []).at(-1);
+      return from !== undefined && this.rec.steps[this.branch][this.index] >= from;
     }
 
     // The variables a recorded branch's name holds (a link opened on it): read by its template.
