@@ -167,6 +167,9 @@ def run(a: argparse.Namespace) -> dict:
             meter.sample("before")
             visits, lives, probes = the_class(a, after, result)
             meter.sample("arrived")
+            run_dir = (read_state(a.port) or {}).get("run_dir")  # (nginx's log, read while it is there)
+            result["nginx_during_actions"] = report.nginx_during_actions(
+                Path(run_dir) / "access.log" if run_dir else None, probes)
             handins = asyncio.run(clients.class_hands_in("127.0.0.1", a.port, a.students, a.handin_s))
             meter.sample("after")
             result["handin"] = {**report.summary([h["s"] for h in handins if h["ok"]]),

@@ -83,6 +83,7 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
                 window.kvStop = () => obs.disconnect();
               }""", [handle, selector, before])
             out["acting"] = True
+            out.setdefault("acting_windows", []).append([time.time(), None])  # (nginx's log: wall clock)
             if kind == "slider+":
                 target.press("ArrowUp")
             elif kind == "slider-":
@@ -102,6 +103,7 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
                 out["unchanged"] = out.get("unchanged", 0) + 1
             page.wait_for_timeout(600)  # (the address bar is written twice a second at most)
             out["acting"] = False
+            out["acting_windows"][-1][1] = time.time()
         out["clicks_s"] = clicks
         out["requests_during_actions"] = sent
         # Play's pace: node 01 from its start, until step 30 (nominal 250 ms a step)

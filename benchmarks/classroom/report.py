@@ -44,6 +44,35 @@ def live(answers: list[dict]) -> dict:
             "errors": [a["error"] for a in answers if "error" in a]}
 
 
+CLASS_CHANNEL = ("/lesson-class", "/lesson-report")  # (the roster and the class state: not a click's)
+
+
+def nginx_during_actions(access_log: Path | None, probes: list[dict], address: str = "127.0.0.1") -> dict:
+    """The requests nginx logged from the Chromium probes' address (the crowd sends from 127.1.x.y)
+    while a probe acted, the class's own channel apart: what a scripted action cost the server."""
+    windows = [w for p in probes for w in p.get("acting_windows", []) if w[1] is not None]
+    if access_log is None or not access_log.is_file():
+        return {"log": None}
+    seen, channel = [], 0
+    for line in access_log.read_text(errors="replace").splitlines():
+        head, _, rest = line.partition(" [")
+        stamp, _, request = rest.partition("] ")
+        try:
+            t = datetime.datetime.fromisoformat(stamp).timestamp()
+        except ValueError:
+            continue
+        # ($time_iso8601 has whole seconds: a window is widened to them)
+        if head != address or not any(a - 1 <= t <= b + 1 for a, b in windows):
+            continue
+        path = request.split(" ")[1] if request.count(" ") >= 2 else request
+        if path.split("?")[0].endswith(CLASS_CHANNEL):
+            channel += 1
+        else:
+            seen.append(path)
+    return {"requests": len(seen), "seen": sorted({u.split("?")[0] for u in seen})[:10],
+            "class_channel": channel, "windows": len(windows)}
+
+
 def chromium(probes: list[dict]) -> dict:
     def each(key: str, digits: int = 2) -> list[float]:
         return [round(p.get(key, float("nan")), digits) for p in probes]
@@ -76,6 +105,9 @@ def table(r: dict) -> str:
         ("click → changed number in Chromium, p50 / p95 / max", _fmt(c["click_ms"], " ms")),
         ("websockets opened by the Chromium pages; requests during their actions",
          f"{c['websockets']}; {c['requests_during_actions']}"),
+        ("requests nginx logged from the Chromium pages during their actions (the class's own apart)",
+         f"{r.get('nginx_during_actions', {}).get('requests', '–')} "
+         f"({r.get('nginx_during_actions', {}).get('class_channel', '–')} roster / class state)"),
         ("Play's pace in Chromium (nominal 4 steps/s)", ", ".join(map(str, c["play_steps_per_s"])) or "–"),
         ("scroll to node 03 / typed question / self-check in Chromium (s)",
          " / ".join(", ".join(map(str, c[k])) or "–" for k in ("scroll_to_node_s", "typed_question_s",

@@ -11,6 +11,7 @@ and a backend killed under the proxy.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import os
 import re
@@ -48,6 +49,22 @@ def test_the_reports_summaries_are_percentiles():
     assert report.summary([4.0, 1.0, 3.0, 2.0]) == {"n": 4, "p50": 2.5, "p95": 3.85, "max": 4.0}
     assert report.summary([0.25], scale=1000) == {"n": 1, "p50": 250.0, "p95": 250.0, "max": 250.0}
     assert report.summary([]) == {"n": 0}
+
+
+def test_nginx_requests_during_the_probes_actions_are_their_address_in_their_windows(tmp_path):
+    log = tmp_path / "access.log"
+    line = ('{} [2026-12-02T05:00:{:02d}+00:00] "GET {} HTTP/1.1" 200 12 "-" "x" 0.001 upstream=- '
+            'upstream_status=-')
+    log.write_text("\n".join([
+        line.format("127.0.0.1", 10, "/favicon.ico"),  # (during an action: counted)
+        line.format("127.0.0.1", 11, "/lesson-class?since=ab"),  # (the class's channel: apart)
+        line.format("127.1.0.5", 10, "/lesson/"),  # (a protocol student: not a probe)
+        line.format("127.0.0.1", 30, "/lesson/static/x.js"),  # (outside every window)
+        "not a log line"]))
+    t = datetime.datetime(2026, 12, 2, 5, 0, 10, tzinfo=datetime.UTC).timestamp()
+    found = report.nginx_during_actions(log, [{"acting_windows": [[t, t + 0.5]]}, {}])
+    assert found == {"requests": 1, "seen": ["/favicon.ico"], "class_channel": 1, "windows": 1}
+    assert report.nginx_during_actions(None, [])["log"] is None
 
 
 def test_helpers_for_addresses_backends_and_page_resources():
