@@ -46,7 +46,8 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
         # changes; issue 31: "nothing beyond the reports"), counted apart
         classroom: list[str] = []
         page.on("request", lambda r: None if not out.get("acting") else
-                (classroom if r.url.endswith(("/lesson-class", "/lesson-report")) else sent).append(r.url))
+                (classroom if r.url.split("?")[0].endswith(("/lesson-class", "/lesson-report")) else sent)
+                .append(r.url))
         out["class_requests_during_actions"] = classroom
         plan = [("button", "Add request", '.kv-step[data-node="paging"]'),
                 ("button", "Free R2", card("LARGEST GAP")), ("button", "Reset", card("LARGEST GAP")),
