@@ -119,6 +119,8 @@
       const rows = this.rec.branches[branch];
       if (!rows) return;
       this.branch = branch;
+      // (what the branch's state holds of the variables: an action that did nothing there leaves them)
+      Object.assign(this.vars, ((this.meta.predict || {}).held || {})[branch] || {});
       this.index = index === undefined ? rows.length - 1 : Math.max(0, Math.min(index, rows.length - 1));
       this.show();
       const checks = window.kvvizPlayer && window.kvvizPlayer.checks; // (checks.js: Explain it back)

@@ -136,8 +136,11 @@ def predictions(state: Any, recipe: Recipe) -> dict[str, Any]:
     arithmetic, found by driving the real state through it with a prediction pending."""
     questions: dict[str, Any] = {}
     outcomes: dict[str, Any] = {}
+    held: dict[str, Any] = {}
     for key, setup in recipe.branches.items():
         setup(state)
+        if recipe.held:
+            held[key] = {name: value(state) for name, value in recipe.held.items()}
         q = state.question()
         questions[key] = (None if q is None
                           else {"text": q.text, "action": q.action, "choices": list(q.choices)})
@@ -151,7 +154,8 @@ def predictions(state: Any, recipe: Recipe) -> dict[str, Any]:
             entry = state.predictions[-1]
             outcomes[target] = {"outcome": entry.outcome, "why": entry.why}
     # (what the page says when a locked prediction's question changed, and the pressed choice's class)
-    return {"questions": questions, "outcomes": outcomes, "cleared": predict.CLEARED, "chosen": CHOSEN}
+    return {"questions": questions, "outcomes": outcomes, "cleared": predict.CLEARED, "chosen": CHOSEN,
+            "held": held}
 
 
 # Every node's predict-then-run controls need a live engine to answer (kvviz/controls/prediction.py):

@@ -58,6 +58,10 @@ class Recipe:
     # the node's key action (the one a prediction is about): target branch -> (the branch it is
     # taken from, the action on the state); the page resolves a prediction from these outcomes
     key_actions: dict = field(default_factory=dict)
+    # what a branch's state holds of the player's variables, read from the state its set-up made
+    # (variable -> state -> value): a key action that did nothing there (Free R2 at a length with no
+    # R2) leaves the variable as it was, as the live lesson does
+    held: dict = field(default_factory=dict)
 
 
 TRANSPORT = (

@@ -115,6 +115,9 @@ def act(page, node: str, action: str, value) -> None:
 # the state shown, changes nothing, as live; from a step before the release, both run to the end)
 @example([FREE_R2, ("fragmentation", "back", None), FREE_R2])
 @example([FREE_R2, ("fragmentation", "rewind", None), FREE_R2])
+# (and: freed, then a length with no R2 to free, then one with: the live lesson frees it again only
+# where it can, so R2 is not freed at the last length)
+@example([FREE_R2, ("fragmentation", "reserve", 1), ("fragmentation", "reserve", 3)])
 def test_played_page_shows_what_the_live_engine_shows_after_every_action(played, actions):
     states = Lesson({}).states
     for node in NODES:

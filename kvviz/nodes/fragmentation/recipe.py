@@ -27,4 +27,5 @@ def recipe() -> Recipe:
         actions={"reserve": Effect(set={"reserve": VALUE}), "free_r2": Effect(set={"freed": 1}),
                  "reset": Effect(reset=True)},
         key_actions={f"r{r}f1": (f"r{r}f0", lambda s: s.free_r2()) for r in range(lo, hi + 1)},
+        held={"freed": lambda s: int(s.freed_r2)},
     )
