@@ -2,8 +2,9 @@
 // run its node shows, the student's answer, then the engine's (recorded per run, or asked of the
 // server in one request where the run is the student's own), and each node's facts with those an
 // open check would give away withheld. Every sentence comes from the recording's data (the live
-// lesson's own: kvviz/nodes/explain/state.py SAY). Loaded after player.js, which calls `refresh`
-// whenever a node shows another run.
+// lesson's own: kvviz/nodes/explain/state.py SAY). Loaded after the player's files
+// (kvviz/export/player.py: PLAYER_FILES): player.js calls `refresh` whenever a node shows another
+// run, player_live.js `live` with the facts of a branch the server answered.
 (function () {
   "use strict";
   const P = window.kvvizPlayer;

@@ -1,19 +1,19 @@
 """The page's player: replays a node's recording (kvviz/export/record.py) in the browser.
 
-`PLAYER_JS` (player.js beside this file) runs once per page. Each recorded node registers its
-recording and what its own actions do, as data (its recipe's `vars`, `branch`, `actions`); the
-node's own Bokeh widgets call `window.kvvizPlayer.act(node, action, value)` through CustomJS
-callbacks (`wire`). A control is found by its id: the class `kv-<id>` its view gives it (never
-its label or placeholder). Controls that need a live engine either have the server's engine run
-them (`wire_live`: a page served beside the live lesson; the answer is played like the
-recording) or are shown disabled (`disable`: a copy with no server). A node's predictions are
-resolved in the page from the engine's recorded outcomes (`predictions`, `wire_predictions`).
+`PLAYER_JS` (player.js beside this file, with the player's other files joined after it:
+`PLAYER_FILES`) runs once per page. Each recorded node registers its recording and what its own
+actions do, as data (its recipe's `vars`, `branch`, `actions`); the node's own Bokeh widgets call
+`window.kvvizPlayer.act(node, action, value)` through CustomJS callbacks (`wire`). A control is
+found by its id: the class `kv-<id>` its view gives it (never its label or placeholder). Controls
+that need a live engine either have the server's engine run them (`wire_live`: a page served
+beside the live lesson; the answer is played like the recording) or are shown disabled
+(`disable`: a copy with no server). A node's predictions are resolved in the page from the
+engine's recorded outcomes (`predictions`, `wire_predictions`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from bokeh.model import Model
@@ -25,7 +25,11 @@ from kvviz.state import predict
 from kvviz.web import __file__ as web_file
 from kvviz.web.js_source import js_source
 
-PLAYER_JS = (Path(__file__).with_name("player.js")).read_text(encoding="utf-8")
+# The player's files, joined into one script in this order (player.js, the core, first: the next three
+# add its `Node`'s methods, then the hand-in, then a `#<node>` link's scroll).
+PLAYER_FILES = ("player.js", "player_recipe.js", "player_live.js", "player_predict.js", "player_handin.js",
+                "player_scroll.js")
+PLAYER_JS = js_source(__file__, *PLAYER_FILES)
 # The class the teacher runs, on a served page (classroom.js, with the sections' finder it uses):
 # set up with kvviz/handin/classroom.py's `browser_config`.
 CLASSROOM_JS = js_source(web_file, "find_sections.js") + "\n" + js_source(__file__, "classroom.js")
@@ -104,10 +108,10 @@ def _live_controls(models: Iterable[Model], ids: Collection[str],
 
 
 def wire_predictions(models: Iterable[Model], node: str) -> dict[str, Any]:
-    """A node's prediction controls resolved in the page from the recorded outcomes (player.js:
-    `predict`): a choice button commits its choice, the number box its number (Enter, or the
-    Lock button). Returns the ids of the panel's status line, of the panel, and of each choice's
-    button (`choices`: the player shows the one locked in pressed)."""
+    """A node's prediction controls resolved in the page from the recorded outcomes
+    (player_predict.js: `predict`): a choice button commits its choice, the number box its number
+    (Enter, or the Lock button). Returns the ids of the panel's status line, of the panel, and of
+    each choice's button (`choices`: the player shows the one locked in pressed)."""
     ids: dict[str, Any] = {"choices": {}}
     for model in models:
         cls = classes(model)

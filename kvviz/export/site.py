@@ -90,8 +90,9 @@ NODE_04_HTML = f"""<section class="kv-live-links" aria-label="Node {html.escape(
 <a class="kv-live-link" href="{SERVED_LIVE}?node=vllm">Open node {html.escape(BY_KEY["vllm"].number)}</a></p></div>
 </section>"""  # noqa: E501 (data: a string kept as written)
 
-# The played page's hand-in box (player.js: handIn): under Explain it back and, on a served page,
-# under each answered prediction (player.js: resolve), as the live page has one under its verdicts.
+# The played page's hand-in box (player_handin.js: handIn): under Explain it back and, on a served
+# page, under each answered prediction (player_predict.js: resolve), as the live page has one under
+# its verdicts.
 HANDIN_BOX = """<div class="kv-handin-played"><p>Your teacher sees your answer, your self-checks and what you
 predicted, and the state you reached. Hand in again later: it adds to what you handed in before.</p>
 <label>Your name <input class="kv-handin-name" type="text" maxlength="60" autocomplete="nickname"></label>

@@ -6,7 +6,7 @@ Each recorded node's package has `recording.py` with a `recipe()`, named by its 
 end back to the start), the branch the page opens on, its controls (each found in the page's
 Bokeh document by its id: the class `kv-<id>` its view gives it, never its label; acting on the
 player as `action`), what its own actions do, as
-data (`vars`, `branch`, `actions`: one generic player, kvviz/export/player.js, runs them; no
+data (`vars`, `branch`, `actions`: one generic player, kvviz/export/player_recipe.js, runs them; no
 node has JavaScript of its own), and the controls that need a live engine (`live_only`: shown
 disabled). The transport's actions are the player's own.
 """

@@ -74,7 +74,7 @@ class NodeView(pn.viewable.Viewer):
 
     def _notice(self) -> pn.Column:
         """The state's notice about the node's own controls: put it right under them. Beside it,
-        empty and hidden here, the line where a recorded page (kvviz/export/player.js) says that
+        empty and hidden here, the line where a recorded page (kvviz/export/player_live.js) says that
         what the student just typed or pressed was run live by the server's engine."""
         live = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 10),
                             css_classes=["kv-live", f"kv-live-{self.state.key}"])

@@ -3,7 +3,7 @@
     GET /lesson-live?node=radix&sharing=1&op=ask:What%20is%20a%20page%3F[&act=<control id>&value=<v>]
                     [&from=<step>][&extra=<place>.<property>]...
 
-A played page (kvviz/export/player.js) sends a node's link here when a student does something
+A played page (kvviz/export/player_live.js) sends a node's link here when a student does something
 no recording holds: types a prompt or a question, presses Release oldest or Fill the pool, opens
 a link to a state that was not recorded, or acts on a state that came from here. This process's
 engine puts the node where the link says (the restore path that links use), applies the action

@@ -26,7 +26,7 @@ class Question:
 
 
 # Said when a locked prediction's question changed before its key action (kvviz/state/node.py;
-# the played page says the same: kvviz/export/player.js).
+# the played page says the same: kvviz/export/player_predict.js).
 CLEARED = (
     "The question changed, so your prediction ({predicted}) was cleared: read the new question and predict "
     "again.")

@@ -45,7 +45,7 @@ def db(class_db, monkeypatch):
 
 
 def from_the_recorded_page(predictions: list[dict], name: str = "Ada", query: str = "?free_r2=1") -> dict:
-    """What `/` sends (kvviz/export/player.js's handIn): the name, every prediction resolved on the
+    """What `/` sends (kvviz/export/player_handin.js's handIn): the name, every prediction resolved on the
     page as the player holds it (the engine's arithmetic and its own flag besides), the link."""
     endpoint._LIMITS.clear()  # (a later hand-in, past the rate limit's 3 s)
     status, answer = endpoint.hand_in(json.dumps({

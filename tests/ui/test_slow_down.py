@@ -1,6 +1,6 @@
 """A page told to slow down (429 from /lesson-live: kvviz/process/throttle.py, or nginx's) shows the
 server's sentence, keeps what the student typed, and sends nothing more while Retry-After lasts:
-pressing Enter again does not start a storm (kvviz/export/player.js)."""
+pressing Enter again does not start a storm (kvviz/export/player_live.js)."""
 
 from __future__ import annotations
 
