@@ -122,15 +122,27 @@
       if (checks) checks.refresh();
     }
 
+    // The properties set after the new state is painted: a figure's size, and a select's choices
+    // with its value (a select drawn again costs a frame's work; the numbers and pictures come first).
+    later(i) {
+      if (!this.lateProps || this.lateProps.n !== this.rec.props.length) { // (a live branch adds some)
+        const selects = new Set(this.rec.props.filter(([, a]) => a === "options").map(([id]) => id));
+        this.lateProps = new Set(this.rec.props.map(([id, a], k) => (
+          a === "height" || a === "width" || (selects.has(id) && (a === "options" || a === "value")) ? k : -1)));
+        this.lateProps.n = this.rec.props.length;
+      }
+      return this.lateProps.has(i);
+    }
+
     show() {
       const row = this.rec.branches[this.branch][this.index];
-      const resize = []; // (a figure's new size: set after the numbers and pictures are painted)
+      const resize = []; // (set after the numbers and pictures are painted: `later`)
       this.applying = true;
       try {
-        this.sizes = this.sizes || {}; // prop index -> the size value applied
+        this.sizes = this.sizes || {}; // prop index -> the value applied
         row.forEach((vi, i) => {
           const attr = this.rec.props[i][1];
-          if (attr === "height" || attr === "width") {
+          if (this.later(i)) {
             // (before anything is shown, the page holds its default branch's settled end: `initial`)
             const now = this.sizes[i] ?? (this.shown ? this.shown[i] : this.initial && this.initial[i]);
             if (this.models[i] && now !== vi) resize.push(i);
@@ -167,13 +179,15 @@
       }
     }
 
-    // A figure's height or width lays out the whole page again (~100 ms for node 03's tree):
-    // set in the frame after the new state is painted, to the size of the state shown by then.
+    // A figure's height or width lays out the whole page again (~100 ms for node 03's tree), a
+    // select's new choices draw it again: set in the frame after the new state is painted, to the
+    // state shown by then (a select's choices before its value).
     resize(indices) {
+      const order = (i) => (this.rec.props[i][1] === "value" ? 1 : 0);
       requestAnimationFrame(() => setTimeout(() => {
         this.applying = true;
         try {
-          for (const i of indices) {
+          for (const i of [...indices].sort((a, b) => order(a) - order(b))) {
             const vi = this.shown[i];
             if (this.sizes[i] === vi) continue;
             this.sizes[i] = vi;
