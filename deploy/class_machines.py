@@ -3,6 +3,8 @@ whether each of their backends answers before the students arrive. Used by class
 
     commands(upstreams, db, front_host, allow)   # one `make backends ...` line per extra machine
     wait_for(upstreams, seconds, say)            # the upstreams that answered GET /app in time
+    announce(upstreams, db, front_host, allow, wait_s)  # both, printed, at the class server's start
+    announce_backends(address, hosts, ports, fail_timeout_s, db)  # on an extra machine: its lines
 
 The extra machines run backends only, pointing at the same store as this one: KVVIZ_DB, a
 postgresql:// URL (a host of localhost or 127.x there means this machine, so the command names
@@ -17,6 +19,7 @@ Standard library only, like class_server.py.
 from __future__ import annotations
 
 import shlex
+import sys
 import threading
 import time
 import urllib.error
@@ -125,3 +128,44 @@ def wait_for(upstreams: list[str], seconds: float, say: Callable[[str], None], e
             next_note = time.monotonic() + 30
             say(f"    still waiting for {' '.join(pending)} (run the command above there)")
         time.sleep(every_s)
+
+
+def announce(upstreams: list[str], db: str | Path, front_host: str, allow: list[str], wait_s: float,
+             stop: Callable[[], bool] = lambda: False) -> None:
+    """Print the command each extra machine runs, then wait (up to `wait_s`, --upstream-wait) for
+    each of their backends to answer, saying which do not (nginx leaves those out until they do)."""
+    print("On each extra machine, in its kvviz checkout (backends only, writing to the same store):",
+          flush=True)
+    for host, cmd in commands(upstreams, db, front_host, allow):
+        print(f"    {host}:  {cmd}", flush=True)
+    if not is_url(db):
+        print(f"class server: hand-ins go to {db}, a file on this machine: those made through the other "
+              "machines' backends will not reach this teacher page. Share one store: "
+              "KVVIZ_DB=postgresql://USER:PASSWORD@HOST:5432/DATABASE (deploy/README.md).",
+              file=sys.stderr, flush=True)
+    print(f"Waiting up to {wait_s} s for the extra machines' backends to answer:", flush=True)
+    result = wait_for(upstreams, wait_s, lambda line: print(line, flush=True), stop=stop)
+    for upstream, why in result.items():
+        if why is not None:
+            print(f"class server: {upstream} does not answer ({why}); nginx sends its students to the "
+                  "other backends until it does", file=sys.stderr, flush=True)
+
+
+
+def announce_backends(address: str, hosts: list[str], ports: list[int], fail_timeout_s: int,
+                      db: str | Path) -> None:
+    """Print, on a machine running backends only (listening on `address`), the server lines for
+    the front machine's nginx upstream (each of `hosts`, the addresses it reaches this one by, and
+    each backend port), and where the hand-ins made through these backends go."""
+    first, last = ports[0], ports[-1]
+    print(f"kvviz class backends: {len(ports)} `panel serve app.py` on "
+          f"{address}:{first}{f'-{last}' if last != first else ''}; in the front machine's "
+          "nginx.conf upstream, add:", flush=True)
+    for host in hosts:
+        for p in ports:
+            print(f"    server {host}:{p} max_fails=1 fail_timeout={fail_timeout_s}s;", flush=True)
+    print(f"Hand-ins made through these backends go to the shared database {shown(db)}. "
+          if is_url(db)
+          else f"Hand-ins made through these backends go to {db} on this machine, "
+          "not to the front machine's: set KVVIZ_DB=postgresql://... (deploy/README.md). ", end="",
+          flush=True)

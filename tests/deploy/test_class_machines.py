@@ -16,6 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "deploy"))
+import class_backends  # noqa: E402
 import class_machines as machines  # noqa: E402  (deploy/ is scripts, not a package)
 import class_server  # noqa: E402
 
@@ -46,8 +47,8 @@ def test_a_file_store_is_not_passed_to_other_machines_and_a_password_is_never_sh
     assert "KVVIZ_DB" not in cmd
     assert machines.shown(DB) == "postgresql://kvviz:***@localhost:5432/class"
     assert machines.shown(tmp_path / "x.db") == str(tmp_path / "x.db")
-    assert class_server.class_db({"KVVIZ_DB": f" {DB} "}) == DB  # a URL goes to the backends as given
-    assert class_server.class_db({"KVVIZ_DB": "x.db"}) == Path("x.db").resolve()
+    assert class_backends.class_db({"KVVIZ_DB": f" {DB} "}) == DB  # a URL goes to the backends as given
+    assert class_backends.class_db({"KVVIZ_DB": "x.db"}) == Path("x.db").resolve()
 
 
 @pytest.mark.parametrize("bad", ["10.0.0.21", "10.0.0.21:", ":5100", "10.0.0.21:http", "10.0.0.21:70000"])

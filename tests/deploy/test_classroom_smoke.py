@@ -1,11 +1,11 @@
 """The class server (`make class`: deploy/class_server.py, nginx in front of one `panel serve` per
 core) and its benchmark (`python -m benchmarks.classroom`).
 
-Without a server: the harness's helpers and the nginx configuration (Bokeh's framing:
-tests/deploy/test_bokeh_protocol.py; the status page: tests/deploy/test_class_status.py). With one (slow;
-skipped with the reason when nginx cannot be installed or run): four students' live pages through
-the proxy over Bokeh's protocol, a 4-student smoke run of the benchmark with no timing thresholds,
-and a backend killed under the proxy.
+Without a server: the harness's helpers (the nginx configuration: tests/deploy/test_nginx_limits.py;
+Bokeh's framing: tests/deploy/test_bokeh_protocol.py; the status page:
+tests/deploy/test_class_status.py). With one (slow; skipped with the reason when nginx cannot be
+installed or run): four students' live pages through the proxy over Bokeh's protocol, a 4-student
+smoke run of the benchmark with no timing thresholds, and a backend killed under the proxy.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from tools.loopback_class import (
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "deploy"))
-import class_server  # noqa: E402  (deploy/ is scripts, not a package)
+import class_nginx  # noqa: E402  (deploy/ is scripts, not a package)
 
 sys.path.pop(0)
 
@@ -76,47 +76,14 @@ def test_helpers_for_addresses_backends_and_page_resources():
     assert page_resources(page, "/app") == ["/static/js/bokeh.min.js?v=1", "/assets/kvviz.css"]
 
 
-def test_nginx_config_keeps_students_on_one_backend_and_passes_websockets(tmp_path):
-    main, proxy = class_server.nginx_config(tmp_path, "0.0.0.0", 5006, [5100, 5101], ROOT)
-    assert "@@" not in main + proxy
-    assert "hash $remote_addr consistent;" in main
-    assert "server 127.0.0.1:5100 max_fails=1 fail_timeout=10s;" in main and "127.0.0.1:5101" in main
-    assert "listen 0.0.0.0:5006;" in main and f"pid {tmp_path}/nginx.pid;" in main
-    for line in ("proxy_http_version 1.1;", "proxy_set_header Upgrade $http_upgrade;",
-                 "proxy_set_header Connection $connection_upgrade;", "proxy_next_upstream error timeout",
-                 "proxy_next_upstream_tries 2;"):
-        assert line in proxy
-    # a backend's busy 503 is the student's answer, not a failure that moves its students away
-    assert "http_503" not in next(ln for ln in proxy.splitlines() if ln.startswith("proxy_next_upstream "))
-    # the recorded lesson: read from disk by nginx, made by the backends (their routes plugin)
-    assert "location /lesson/ {" in main and str(class_server.recordings_dir()) in main
-    cmd = class_server.backend_command(5100, ["*"], 60000, 2000)
-    assert cmd[cmd.index("--plugins") + 1] == "kvviz.serve.routes"
-    assert cmd[cmd.index("--unused-session-lifetime") + 1] == "60000" and "--num-procs" in cmd
-    assert cmd[cmd.index("serve") + 1:cmd.index("--port")] == ["app.py", "teacher.py"]  # /app and /teacher
-    assert cmd[cmd.index("--allow-websocket-origin") + 1] == "*"
-    assert class_server.split_origins("a:1, b:2  c") == ["a:1", "b:2", "c"]
-
-
-def test_nginx_config_shows_a_busy_page_past_the_page_build_limit_and_routes_the_status_page(tmp_path):
-    main, _proxy = class_server.nginx_config(tmp_path, "0.0.0.0", 5006, [5100, 5101], ROOT, status_port=5999)
-    app = main[main.index("location = /app {"):]
-    app = app[: app.index("}")]
-    assert f"limit_conn kvviz_pages {2 * class_server.PAGE_BUILDS_PER_BACKEND};" in app
-    assert "limit_conn_status 503;" in app and "error_page 502 503 504 /kvviz-busy.html;" in app
-    assert f"alias {ROOT}/deploy/busy.html;" in main and "proxy_pass http://127.0.0.1:5999;" in main
-    busy = (ROOT / "deploy" / "busy.html").read_text()
-    assert "The class server is busy, retrying" in busy and "location.reload()" in busy
-
-
 # -- a running class server ---------------------------------------------------------------------
 
 
 def _nginx() -> str | None:
-    found = class_server.find_nginx()
+    found = class_nginx.find_nginx()
     if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
         subprocess.run(["make", "-s", "nginx"], cwd=ROOT, capture_output=True, timeout=600)
-        found = class_server.find_nginx()
+        found = class_nginx.find_nginx()
     return found
 
 

@@ -46,6 +46,13 @@ def served(tmp_path_factory):
         yield server
 
 
+@pytest.fixture(scope="module")
+def recorded(served):
+    """The served lesson's address, once its recordings are made (the played-lesson tests)."""
+    served.wait_for_recordings()
+    return served.base
+
+
 @pytest.fixture(scope="session")
 def lesson_url(served):
     return served.url
