@@ -73,6 +73,15 @@ def nginx_during_actions(access_log: Path | None, probes: list[dict], address: s
             "class_channel": channel, "windows": len(windows)}
 
 
+def by_action(probes: list[dict]) -> dict[str, list[float]]:
+    """Each scripted action's click → number times (ms), every probe's together."""
+    out: dict[str, list[float]] = {}
+    for p in probes:
+        for k, v in p.get("by_action", {}).items():
+            out.setdefault(k, []).extend(v)
+    return out
+
+
 def chromium(probes: list[dict]) -> dict:
     def each(key: str, digits: int = 2) -> list[float]:
         return [round(p.get(key, float("nan")), digits) for p in probes]
@@ -87,7 +96,7 @@ def chromium(probes: list[dict]) -> dict:
             "requests_during_actions": len(sent),
             "requests_seen": sorted({u.split("?")[0] for u in sent})[:10],
             "self_check_s": each("self_check_s", 3),
-            "by_action_ms": {k: v for p in probes for k, v in p.get("by_action", {}).items()},
+            "by_action_ms": by_action(probes),
             "errors": [p.get("last_error") for p in probes if p.get("last_error")]}
 
 
