@@ -3,6 +3,7 @@ the students' pages cost the server while they wait, and the class's radix tree.
 
     python -m benchmarks.classroom.teacher [--students 120] [--arrive-s 20] [--backends 2]
                                            [--probes 2] [--questions 40] [--json PATH]
+                                           [--hall postgresql://...]
 
 It starts `make class`'s server (nginx in front of BACKENDS backends, deploy/class_server.py) on
 loopback with a class database of its own, and measures:
@@ -21,6 +22,10 @@ loopback with a class database of its own, and measures:
 4. the class's tree: QUESTIONS live questions in node 03, typed over a minute from their own
    addresses to the backend that serves the teacher page; the time from each answer until the
    teacher page's QUESTIONS ASKED counts it (kvviz/nodes/radix/class_view.py).
+
+`--hall URL`: the lecture hall instead: two machines' backends (`make backends`), one on
+127.0.0.1 and one on 127.0.0.2, sharing the PostgreSQL store at URL; the students split between
+them, the Chromium student pages on the second, the teacher on the first.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import urllib.request
 
 from benchmarks.classroom.report import summary
 from benchmarks.classroom.server import cpu_seconds
+from tools.browser import Server
 from tools.loopback_class import ClassServer, read_state, source_address
 
 STEADY_S = 20.0
@@ -46,13 +52,15 @@ PASSPHRASE = f"bench {secrets.token_hex(6)}"
 NODES = ("fragmentation", "paging", "radix")
 
 
-async def request(port: int, method: str, path: str, src: str, body: bytes = b"",
+async def request(where: tuple[str, int], method: str, path: str, src: str, body: bytes = b"",
                   headers: dict | None = None, timeout: float = 60) -> tuple[int, bytes]:
-    """(status, body) of one HTTP/1.0 request to 127.0.0.1:port sent from `src`."""
+    """(status, body) of one HTTP/1.0 request to `where` (host, port) sent from `src`."""
+    host, port = where
+
     async def go():
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(src, 0))
+        reader, writer = await asyncio.open_connection(host, port, local_addr=(src, 0))
         head = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-        writer.write(f"{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n{head}"
+        writer.write(f"{method} {path} HTTP/1.0\r\nHost: {host}:{port}\r\n{head}"
                      f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
         await writer.drain()
         raw = await reader.read()
@@ -65,8 +73,8 @@ async def request(port: int, method: str, path: str, src: str, body: bytes = b""
 class Student:
     """A played page's class channel: its first report, then the class state, held."""
 
-    def __init__(self, i: int, port: int):
-        self.i, self.port, self.src = i, port, source_address(i)
+    def __init__(self, i: int, where: tuple[str, int]):
+        self.i, self.where, self.src = i, where, source_address(i)
         self.id = secrets.token_hex(16)
         self.states: list[tuple[float, dict]] = []  # (when it came, the state)
         self.errors: list[str] = []
@@ -74,7 +82,7 @@ class Student:
     async def run(self) -> None:
         report = {"student_id": self.id, "node": NODES[self.i % 3], "predicted": [],
                   "name": f"Student {self.i}"}
-        status, _ = await request(self.port, "POST", "/lesson-report", self.src, json.dumps(report).encode(),
+        status, _ = await request(self.where, "POST", "/lesson-report", self.src, json.dumps(report).encode(),
                                   {"Content-Type": "application/json"})
         self.reported = time.perf_counter()
         if status != 200:
@@ -83,7 +91,7 @@ class Student:
         while True:  # (until the benchmark cancels it)
             try:
                 since = f"?since={tag}" if tag else ""
-                status, body = await request(self.port, "GET", f"/lesson-class{since}", self.src, timeout=40)
+                status, body = await request(self.where, "GET", f"/lesson-class{since}", self.src, timeout=40)
                 if status == 200:
                     state = json.loads(body)
                     if state["tag"] != tag:
@@ -103,13 +111,50 @@ class Student:
         return None
 
 
-def backends_cpu(port: int) -> float:
-    return sum(cpu_seconds(b["pid"]) or 0.0 for b in (read_state(port) or {}).get("backends", []))
+class Room:
+    """Where the class meets: `make class`'s server (nginx in front of its backends) or, with
+    `hall`, two machines' backends on 127.0.0.1 and 127.0.0.2 sharing one PostgreSQL store."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __enter__(self) -> Room:
+        a, self.stack = self.a, contextlib.ExitStack()
+        os.environ["KVVIZ_TEACHER_KEY"] = PASSPHRASE
+        if a.hall:
+            env = {"KVVIZ_DB": a.hall, "KVVIZ_TEACHER_KEY": PASSPHRASE}
+            self.servers = [self.stack.enter_context(Server(("app.py", "teacher.py"), env=env, address=h))
+                            for h in ("127.0.0.1", "127.0.0.2")]
+            for server in self.servers:
+                server.wait_for_recordings()
+            self.entries = [(s.address, urllib.parse.urlsplit(s.base).port) for s in self.servers]
+            self.teacher = self.entries[0]
+            self.pids = [s.proc.pid for s in self.servers]
+            self.probe_base = self.servers[1].base
+        else:
+            os.environ["KVVIZ_DB"] = os.path.join(tempfile.mkdtemp(prefix="kvviz-teacher-bench-"), "class.db")
+            self.stack.enter_context(ClassServer(a.port, backends=a.backends, base_port=a.port + 1))
+            base = f"http://127.0.0.1:{a.port}/"
+            while not json.loads(urllib.request.urlopen(base + "lesson-status", timeout=30).read())["ready"]:
+                time.sleep(1)
+            backends = read_state(a.port)["backends"]
+            self.entries = [("127.0.0.1", a.port)]  # (nginx)
+            self.teacher = ("127.0.0.1", backends[0]["port"])
+            self.pids = [b["pid"] for b in backends]
+            self.probe_base = base
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stack.__exit__(*exc)
+
+    def cpu(self) -> float:
+        return sum(cpu_seconds(pid) or 0.0 for pid in self.pids)
 
 
-def command(port: int, what: dict) -> float:
-    """Send a teacher's command through nginx; the time its answer came."""
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/lesson-class", data=json.dumps(what).encode(),
+def command(where: tuple[str, int], what: dict) -> float:
+    """Send a teacher's command (through nginx, or to the hall's first machine); when it answered."""
+    host, port = where
+    req = urllib.request.Request(f"http://{host}:{port}/lesson-class", data=json.dumps(what).encode(),
                                  headers={"Content-Type": "application/json",
                                           "Authorization": f"Bearer {PASSPHRASE}"})
     with urllib.request.urlopen(req, timeout=30) as r:
@@ -122,18 +167,15 @@ def run(a) -> dict:
 
     from tools.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: PLC0415
 
-    out: dict = {"students": a.students, "backends": a.backends, "load_before": os.getloadavg()[0]}
-    db = os.path.join(tempfile.mkdtemp(prefix="kvviz-teacher-bench-"), "class.db")
-    os.environ.update(KVVIZ_DB=db, KVVIZ_TEACHER_KEY=PASSPHRASE)
-    with ClassServer(a.port, backends=a.backends, base_port=a.port + 1), sync_playwright() as p:
-        base = f"http://127.0.0.1:{a.port}/"
-        while not json.loads(urllib.request.urlopen(base + "lesson-status", timeout=30).read())["ready"]:
-            time.sleep(1)
-        teacher_port = read_state(a.port)["backends"][0]["port"]
+    out: dict = {"students": a.students, "backends": 2 if a.hall else a.backends,
+                 "room": "lecture hall: 127.0.0.1 and 127.0.0.2, PostgreSQL" if a.hall else "make class",
+                 "load_before": os.getloadavg()[0]}
+    with Room(a) as room, sync_playwright() as p:
+        teacher_host, teacher_port = room.teacher
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         teacher = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
         teacher.set_default_timeout(120_000)
-        teacher.goto(f"http://127.0.0.1:{teacher_port}/teacher")
+        teacher.goto(f"http://{teacher_host}:{teacher_port}/teacher")
         teacher.get_by_label("Teacher passphrase").fill(PASSPHRASE)
         teacher.get_by_role("button", name="Open the class").click()
         teacher.locator(".kv-r").first.wait_for()
@@ -141,17 +183,17 @@ def run(a) -> dict:
         for _ in range(a.probes):
             page = browser.new_context().new_page()
             page.set_default_timeout(120_000)
-            page.goto(base)
+            page.goto(room.probe_base)
             page.wait_for_function("document.documentElement.dataset.kvReadyRadix === '1'")
             probes.append(page)
 
-        cpu0, t0 = backends_cpu(a.port), time.perf_counter()
+        cpu0, t0 = room.cpu(), time.perf_counter()
         time.sleep(STEADY_S)
-        idle = (backends_cpu(a.port) - cpu0) / (time.perf_counter() - t0)
+        idle = (room.cpu() - cpu0) / (time.perf_counter() - t0)
 
         # the class arrives, in an event loop of its own
         loop = asyncio.new_event_loop()
-        students = [Student(i, a.port) for i in range(a.students)]
+        students = [Student(i, room.entries[i % len(room.entries)]) for i in range(a.students)]
         arrive = [a.arrive_s * i / max(1, a.students) for i in range(a.students)]
         t_class = time.perf_counter()
 
@@ -183,9 +225,9 @@ def run(a) -> dict:
         out["roster_missing"] = everyone - len(counted)
 
         time.sleep(3)
-        cpu0, t0 = backends_cpu(a.port), time.perf_counter()
+        cpu0, t0 = room.cpu(), time.perf_counter()
         time.sleep(STEADY_S)
-        busy = (backends_cpu(a.port) - cpu0) / (time.perf_counter() - t0)
+        busy = (room.cpu() - cpu0) / (time.perf_counter() - t0)
         out["steady_cpu_pct_of_core"] = {"idle": round(100 * idle, 2), "class": round(100 * busy, 2),
                                          "class_cost": round(100 * (busy - idle), 2)}
 
@@ -196,7 +238,7 @@ def run(a) -> dict:
                  ("follow", {"command": "follow", "node": "radix", "query": "?sharing=0"},
                   lambda s: s["follow"]["node"] == "radix")]
         for name, what, test in tests:
-            at = command(a.port, what)
+            at = command(room.entries[0] if not a.hall else room.teacher, what)
             for page in probes:
                 dialog = page.get_by_role("alertdialog")
                 if name == "pause":
@@ -220,7 +262,7 @@ def run(a) -> dict:
                 q = urllib.parse.urlencode([("node", "radix"), ("sharing", "1"),
                                             ("op",
                                              f"ask:Question {k} of the bench, {secrets.token_hex(3)}?")])
-                status, _ = await request(teacher_port, "GET", f"/lesson-live?{q}", source_address(1000 + k),
+                status, _ = await request(room.teacher, "GET", f"/lesson-live?{q}", source_address(1000 + k),
                                           timeout=120)
                 answered.append((time.perf_counter(), status))
                 await asyncio.sleep(max(0.0, 60.0 / a.questions))
@@ -259,6 +301,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--questions", type=int, default=40)
     ap.add_argument("--port", type=int, default=5490)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--hall", default=None,
+                    help="a PostgreSQL URL: the lecture hall, on 127.0.0.1 and 127.0.0.2")
     a = ap.parse_args(argv)
     out = run(a)
     print(json.dumps(out, indent=2))
