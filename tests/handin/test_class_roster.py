@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import time
 
 import pytest
 from async_support import fetch_all
@@ -141,6 +142,41 @@ def test_every_process_writes_one_roster_and_agrees_on_the_tokens(db, class_db):
         p.join(30)
     assert len(roster.seen(Store(class_db), now=5001.0)) == 40
     assert sorted(tokens) == sorted(roster.token(Store(class_db), sid(100 * k)) for k in range(4))
+
+
+def _backend_then_killed(target: str, out, hold) -> None:
+    """A backend that takes its students' first reports (answering each with its token), then is
+    killed mid-class (it waits on `hold` until the test kills it)."""
+    class_endpoint._LAST.clear()
+    store = Store(target)
+    for i in range(30):
+        status, answer = class_endpoint.report(body(student_id=sid(i), predicted=[]), NODES, store)
+        out.put((i, status, answer.get("token")))
+    hold.wait(60)
+
+
+def test_a_backend_killed_mid_class_loses_no_roster_entry_its_students_report_again(db, class_db):
+    db.revision()  # (the tables made)
+    out, hold = CTX.Queue(), CTX.Event()
+    killed = CTX.Process(target=_backend_then_killed, args=(class_db, out, hold))
+    killed.start()
+    first = [out.get(timeout=60) for _ in range(30)]
+    killed.kill()  # (SIGKILL: no goodbye)
+    killed.join(30)
+    assert all(status == 200 and token for _i, status, token in first)
+    # its students' pages are sent to another backend (this process) and report again, with their
+    # tokens: each is accepted and updates its row; nothing was lost with the killed process
+    for i, _status, token in first:
+        again = body(student_id=sid(i), node="radix", predicted=[], token=token)
+        status, answer = class_endpoint.report(again, NODES, db)
+        assert status == 200, answer
+    seen = roster.seen(db, now=time.time() + 1)
+    assert sorted(s.student_id for s in seen) == sorted(sid(i) for i in range(30))
+    assert {s.node for s in seen} == {"radix"}
+    # ... and a page that does not hold a student's token cannot take that student over
+    class_endpoint._LAST.clear()  # (past the per-student gap)
+    status, answer = class_endpoint.report(body(student_id=sid(3), node="paging", predicted=[]), NODES, db)
+    assert status == 403
 
 
 # -- the teacher's commands ---------------------------------------------------------------------
