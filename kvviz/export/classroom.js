@@ -12,7 +12,6 @@
   const TOKEN_KEY = "kvviz-roster-token";
   const NAME_KEY = "kvviz-student-name";
   const SEEN_KEY = "kvviz-follow-seen";
-  const GAP_MS = 1200; // (the server takes one report a second per student)
   let config = null;
   let sent = null; // what the last report said
   let lastSent = 0;
@@ -57,14 +56,14 @@
     return { node: nodeInView(), predicted: predicted(), name };
   }
 
-  // A report when what the page says changed (or `beat`: the heartbeat), at most one a GAP_MS.
+  // A report when what the page says changed (or `beat`: the heartbeat), at most one a `gap_ms`.
   let later = null;
   async function report(beat) {
     if (stopped || !config) return;
     const now = what();
     const same = sent && JSON.stringify(now) === JSON.stringify(sent);
     if (same && !beat) return;
-    const wait = lastSent + GAP_MS - Date.now();
+    const wait = lastSent + config.gap_ms - Date.now();
     if (wait > 0) {
       if (later === null) later = setTimeout(() => { later = null; report(beat); }, wait);
       return;

@@ -28,7 +28,10 @@ POLL_MS = 1000  # a page asks for the class state again this long after an answe
 HEARTBEAT_S = 30  # a page reports at least this often while open, changed or not
 AWAY_S = 90  # a student not heard from for this long shows as away on the roster
 SEEN_S = 3 * 3600  # the roster lists students heard from within this
-REPORT_GAP_S = 1.0  # a student's reports, at most one per this (per server process)
+REPORT_GAP_S = 0.5  # a student's reports, at most one per this (per server process)
+# a page sends at most one report per this: more than twice the server's gap, so that a report
+# delayed on its way (a busy machine) does not make the next one arrive too soon
+PAGE_REPORT_GAP_MS = 1200
 MAX_REPORT = 2000  # bytes of a report's body
 MAX_FOLLOW_QUERY = 2000  # characters of a "follow me" state's link
 MAX_ROSTER = 2000  # students on one roster (as many as a class database holds hand-ins)
@@ -131,5 +134,6 @@ def browser_config(report: str, status: str, outline: tuple[tuple[str, str, str]
     """What the played page's classroom.js is handed: where to report and poll, how often, the
     caps it keeps to, the nodes' numbers, and the sentences it shows."""
     return {"report": report, "status": status, "poll_ms": POLL_MS, "heartbeat_s": HEARTBEAT_S,
+            "gap_ms": PAGE_REPORT_GAP_MS,
             "max_name": MAX_NAME, "max_query": MAX_FOLLOW_QUERY,
             "numbers": {key: number for key, number, _title in outline}, "say": SAY}

@@ -94,6 +94,13 @@ def test_the_first_report_claims_the_id_and_a_later_one_must_prove_it(db):
     assert (seen.node, seen.predicted, seen.name) == ("explain", (), HOSTILE)  # (an empty name erases none)
 
 
+def test_a_page_reports_at_under_half_the_rate_the_server_takes():
+    # (a report delayed on its way must not make the page's next one arrive inside the server's gap)
+    assert classroom.PAGE_REPORT_GAP_MS / 1000 > 2 * classroom.REPORT_GAP_S
+    config = classroom.browser_config("r", "s", (("paging", "02", "Paging"),))
+    assert config["gap_ms"] == classroom.PAGE_REPORT_GAP_MS
+
+
 def test_reports_are_capped_and_rate_limited(db):
     clock = Clock()
     assert class_endpoint.report(b"x" * (classroom.MAX_REPORT + 1), NODES, db, clock)[0] == 413
