@@ -18,7 +18,6 @@ from kvviz.nodes.vllm.state import VllmState
 from kvviz.nodes.vllm.view import cards_html, trunk_html, vllm_rows
 from vllm_watch import client
 from vllm_watch.defaults import BLOCK_SIZE, MODEL_NAME, NUM_BLOCKS
-from vllm_watch.monitor import Monitor
 from vllm_watch.playback import play
 from vllm_watch.recording import parse
 
@@ -26,20 +25,6 @@ from vllm_watch.recording import parse
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
 
 PROMPTS = ["The KV cache", "Free memory is broken into", "A page table maps", "def f(x):\n    return"]
-
-
-@pytest.fixture(scope="module")
-def srv():
-    return vllm_support.server()
-
-
-@pytest.fixture(scope="module")
-def watcher(srv):
-    """A watcher subscribed before this module sends anything (it also replays what came before)."""
-    mon = Monitor(vllm_support.endpoints(srv)).start()
-    mon.wait_for(lambda s: s.status == "connected", timeout=30)
-    yield mon
-    mon.stop()
 
 
 def test_our_engine_gives_vllms_greedy_tokens(srv):

@@ -22,20 +22,6 @@ PROMPT = ("A prefix cache keeps the KV of every full block of a prompt, so a lat
           "starts with the same tokens skips their prefill and reads them where they already are.")
 
 
-@pytest.fixture(scope="module")
-def srv():
-    return vllm_support.server()
-
-
-@pytest.fixture(scope="module")
-def watcher(srv):
-    """A watcher subscribed before this module sends anything (it also replays what came before)."""
-    mon = Monitor(vllm_support.endpoints(srv)).start()
-    mon.wait_for(lambda s: s.status == "connected", timeout=30)
-    yield mon
-    mon.stop()
-
-
 def test_metrics_are_parsed_from_the_live_server(srv, watcher):
     # The same request twice: the second finds its blocks cached (this test does not
     # count on what others sent: under pytest-xdist the session's vLLM may be fresh here).
