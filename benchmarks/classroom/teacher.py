@@ -162,6 +162,17 @@ def command(where: tuple[str, int], what: dict) -> float:
     return time.perf_counter()
 
 
+def count_reached(figure, reached: dict[int, float]) -> None:
+    """Read a count the teacher page shows; note when it first reached each number up to it."""
+    try:
+        n = int(figure.text_content(timeout=2000) or 0)
+    except Exception:  # noqa: BLE001 (not drawn yet, or drawn again meanwhile)
+        n = 0
+    now = time.perf_counter()
+    for k in range(1, n + 1):
+        reached.setdefault(k, now)
+
+
 def run(a) -> dict:
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
 
@@ -211,13 +222,7 @@ def run(a) -> dict:
         total = teacher.locator(".kv-r-total b").first
         everyone = a.students + a.probes  # (the Chromium pages are students on the roster too)
         while time.perf_counter() - t_class < a.arrive_s + 15 and len(counted) < everyone:
-            try:
-                n = int(total.text_content(timeout=2000) or 0)
-            except Exception:  # noqa: BLE001
-                n = 0
-            now = time.perf_counter()
-            for k in range(1, n + 1):
-                counted.setdefault(k, now)
+            count_reached(total, counted)
             time.sleep(0.1)
         arrivals = sorted(s.reported for s in students if hasattr(s, "reported"))
         out["roster_s"] = summary([counted[a.probes + k + 1] - t for k, t in enumerate(arrivals)
@@ -271,13 +276,7 @@ def run(a) -> dict:
         qt.start()
         seen: dict[int, float] = {}
         while qt.is_alive() or len(seen) < sum(1 for _t, s in answered if s == 200):
-            try:
-                n = int(asked.text_content(timeout=2000) or 0)
-            except Exception:  # noqa: BLE001
-                n = 0
-            now = time.perf_counter()
-            for k in range(1, n + 1):
-                seen.setdefault(k, now)
+            count_reached(asked, seen)
             if not qt.is_alive() and time.perf_counter() - answered[-1][0] > 15:
                 break
             time.sleep(0.1)
