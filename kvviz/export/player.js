@@ -70,6 +70,13 @@
   }
 
 
+  // Work the student need not see in the frame that shows a new state (a select's choices, a
+  // figure's size, the Play button's label: each lays out or draws a widget again, ~25 ms): done
+  // just after that frame is painted.
+  function afterPaint(fn) {
+    requestAnimationFrame(() => setTimeout(fn, 0));
+  }
+
   function escapeHtml(text) {
     return String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   }
@@ -184,7 +191,7 @@
     // state shown by then (a select's choices before its value).
     resize(indices) {
       const order = (i) => (this.rec.props[i][1] === "value" ? 1 : 0);
-      requestAnimationFrame(() => setTimeout(() => {
+      afterPaint(() => {
         this.applying = true;
         try {
           for (const i of [...indices].sort((a, b) => order(a) - order(b))) {
@@ -196,7 +203,7 @@
         } finally {
           this.applying = false;
         }
-      }, 0));
+      });
     }
 
     last() { return this.rec.branches[this.branch].length - 1; }
@@ -225,7 +232,8 @@
         }
         this.timer = setInterval(() => { if (!this.step()) this.play(false); }, this.period);
       }
-      if (this.playButton) this.playButton.label = this.timer !== null ? "❚❚ Pause" : "▶ Play";
+      const button = this.playButton;
+      if (button) afterPaint(() => { button.label = this.timer !== null ? "❚❚ Pause" : "▶ Play"; });
       this.sayPlaying();
     }
 
