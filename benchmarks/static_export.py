@@ -2,10 +2,9 @@
 
     python -m benchmarks.static_export [--site DIR] [--runs N] [--json PATH]
 
-Exports the lesson into a temporary folder (or measures DIR, an existing export), then opens each
-page from disk with the network blocked, N times, and reports its size and the median and worst
-time until the page's recordings are loaded and its default state is drawn (issue 13: each page
-≤ 5 MB and ready in ≤ 2 s).
+Exports the lesson into a temporary folder (or measures DIR, an existing export), opens each page
+from disk with the network blocked, N times: its size, and the median and worst time until its
+recordings are loaded and its default state drawn (issue 13: each page ≤ 5 MB, ready in ≤ 2 s).
 """
 
 from __future__ import annotations
@@ -43,33 +42,29 @@ def ready_times(page_path: Path, nodes: list[str], runs: int) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--site", type=Path, default=None)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--site", type=Path, help="an existing export (default: export one here)")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
     args = parser.parse_args(argv)
     from kvviz.export.recipes import recipes
 
     nodes = list(recipes())
+    rows, data = [], []
     with tempfile.TemporaryDirectory() as tmp:
         site = args.site
         if site is None:
             from kvviz.export.site import export
 
-            site = Path(tmp)
-            t = time.perf_counter()
+            site, t = Path(tmp), time.perf_counter()
             export(site)
             print(f"exported in {time.perf_counter() - t:.0f} s")
-        rows, data = [], []
         for name, waits in [*((f"{k}.html", [k]) for k in nodes), ("index.html", nodes)]:
-            if not (site / name).exists():
-                continue
-            times = ready_times(site / name, waits, args.runs)
-            size = (site / name).stat().st_size
-            rows.append([name, f"{size / 1e6:.2f}", f"{1000 * statistics.median(times):.0f}",
-                         f"{1000 * max(times):.0f}"])
-            data.append({"page": name, "bytes": size, "ready_s": times})
+            if (site / name).exists():
+                times, size = ready_times(site / name, waits, args.runs), (site / name).stat().st_size
+                rows.append([name, f"{size / 1e6:.2f}", f"{1000 * statistics.median(times):.0f}",
+                             f"{1000 * max(times):.0f}"])
+                data.append({"page": name, "bytes": size, "ready_s": times})
     print(format_table(["page", "MB", "ready p50 ms", "ready max ms"], rows))
     if args.json:
         write_json(args.json, {"pages": data})
