@@ -92,17 +92,10 @@ class PagedCache:
         return paged.view(batch, -1, NUM_KV_HEADS, HEAD_DIM).transpose(1, 2).contiguous()
 
 
-def bench(fn, plan: Plan) -> tuple[float, float, float]:
-    """(p20, median, p80) in ms."""
-    import triton.testing
-
-    p20, p50, p80 = triton.testing.do_bench(fn, warmup=plan.warmup_ms, rep=plan.rep_ms,
-                                            quantiles=[0.2, 0.5, 0.8])
-    return p20, p50, p80
-
-
 def run_config(cache: PagedCache, dtype: torch.dtype, batch: int, context: int, plan: Plan,
                peak: float | None) -> Result:
+    import triton.testing
+
     from kernels import paged_decode_attention
     from kernels.decode_attention import choose_num_splits
     from kernels.reference import paged_decode_attention_ref
@@ -132,7 +125,8 @@ def run_config(cache: PagedCache, dtype: torch.dtype, batch: int, context: int, 
     for name, fn in impls.items():
         try:
             outputs[name] = fn().reshape(batch, NUM_HEADS, HEAD_DIM).float()
-            p20, p50, p80 = bench(fn, plan)
+            p20, p50, p80 = triton.testing.do_bench(fn, warmup=plan.warmup_ms, rep=plan.rep_ms,
+                                                    quantiles=[0.2, 0.5, 0.8])  # ms
         except Exception as e:  # one failing implementation must not end the run
             result.errors[name] = f"{type(e).__name__}: {e}".splitlines()[0][:200]
             torch.cuda.empty_cache()

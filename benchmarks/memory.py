@@ -111,10 +111,6 @@ class TraceRun:
         self.peak_running = 0
         self.wall_s = 0.0
 
-    @property
-    def is_done(self) -> bool:
-        return not self.unfinished
-
     def step(self) -> None:
         engine = self.engine
         t0 = time.perf_counter()
@@ -140,9 +136,9 @@ class TraceRun:
 def serve_side_by_side(engines: dict[str, Engine], trace: list[TraceRequest]) -> dict[str, RunResult]:
     """Serve the trace under every policy, one engine step of each in turn until all finish."""
     runs = {p: TraceRun(e, trace) for p, e in engines.items()}
-    while not all(r.is_done for r in runs.values()):
+    while any(r.unfinished for r in runs.values()):
         for r in runs.values():
-            if not r.is_done:
+            if r.unfinished:
                 r.step()
     return {p: r.result() for p, r in runs.items()}
 
