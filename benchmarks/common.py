@@ -36,13 +36,17 @@ def engine_config(**overrides) -> EngineConfig:
                            **overrides})
 
 
-def parser(description: str, backend: str | None = None) -> argparse.ArgumentParser:
-    """The common flags; `--backend` too when the benchmark has a `backend` (its default)."""
+def parser(description: str, backend: str | None = None, sizes=SIZES,
+           threads: bool = True) -> argparse.ArgumentParser:
+    """The common flags (`--size` of `sizes`, `--quick`, `--json`, `--threads` unless not
+    `threads`); `--backend` too when the benchmark has a `backend` (its default)."""
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--size", choices=SIZES, default="full", help="workload size (default: full)")
+    p.add_argument("--size", choices=sizes, default="full", help="workload size (default: full)")
     p.add_argument("--quick", dest="size", action="store_const", const="quick", help="same as --size quick")
     p.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
-    p.add_argument("--threads", type=int, default=NUM_THREADS, help=f"torch threads (default: {NUM_THREADS})")
+    if threads:
+        p.add_argument("--threads", type=int, default=NUM_THREADS,
+                       help=f"torch threads (default: {NUM_THREADS})")
     if backend is not None:
         p.add_argument("--backend", choices=("auto", "torch", "native"), default=backend,
                        help=f"the engine's attention backend (default: {backend})")

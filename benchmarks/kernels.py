@@ -1,60 +1,37 @@
 """Paged decode attention on the GPU: Triton kernel vs torch SDPA vs the torch paged reference.
 
-    python -m benchmarks.kernels [--quick] [--json PATH] [--peak-gbs GBS]
+    python -m benchmarks.kernels [--quick] [--json PATH] [--peak-gbs GBS]   # CUDA only, else exits 0
 
-CUDA only; on a machine without CUDA it says so and exits 0.
-
-Workload: one decode step for `batch` sequences of `context` cached tokens each, a Llama-3-8B
-attention layer (32 query heads, 8 KV heads, head_dim 128), block size 16, fp16 and bf16.
-
-    triton   kernels.paged_decode_attention, K/V read through shuffled block tables, splits chosen
-             automatically
-    sdpa     torch.nn.functional.scaled_dot_product_attention on the same K/V laid out contiguously,
-             (batch, kv_heads, context, head_dim); the query heads of a group ride along as its
-             query rows, so it reads each KV head once, as the kernel does
-    ref      kernels.reference.paged_decode_attention_ref, at small sizes only (it copies K/V to
-             float32 per query head)
-
-Time: the median of triton.testing.do_bench (warm-up, L2 flushed between runs), p20 and p80 in the
-JSON. Bandwidth: bytes of K and V read (batch * context * kv_heads * head_dim * 2 * element size)
-over the median time, and that as a percentage of the device's peak (PEAK_GBS by device name,
-or --peak-gbs). `err` is the largest |triton - sdpa| over the outputs: a correctness smoke test.
-A wall-clock budget bounds the run; configurations past it are listed as skipped.
+One decode step for `batch` sequences of `context` cached tokens, a Llama-3-8B attention layer
+(32 query heads, 8 KV heads, head_dim 128), blocks of 16, fp16 and bf16: `triton` (the kernel, K/V
+through shuffled block tables), `sdpa` (torch SDPA on the same K/V laid out contiguously, a group's
+query heads as its query rows: each KV head read once, as the kernel does) and `ref` (the torch
+paged reference, small sizes only). Time: triton.testing.do_bench's median (p20, p80 in the JSON);
+bandwidth: the K and V bytes read over it, and its share of the device's peak (PEAK_GBS or
+--peak-gbs); `err`: the largest |triton - sdpa|. Past a wall-clock budget, configurations are skipped.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
 import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import torch
+
+from benchmarks import common
+from benchmarks.common import format_table
 
 NUM_HEADS, NUM_KV_HEADS, HEAD_DIM, BLOCK_SIZE = 32, 8, 128, 16
 # batch * context cap: K+V of 2M tokens is 8.6 GB at 2 bytes, twice that with SDPA's copy
 MAX_TOKENS = 1 << 21
 MAX_REF_TOKENS = 1 << 15  # the reference materialises float32 K/V per query head
 # Peak HBM bandwidth in GB/s, matched by substring of torch.cuda.get_device_name, first match wins.
-PEAK_GBS = [
-    ("GH200", 4000.0),
-    ("H200", 4800.0),
-    ("H100 PCIe", 2000.0),
-    ("H100 NVL", 3900.0),
-    ("H100", 3350.0),
-    ("B200", 8000.0),
-    ("A100-SXM4-80GB", 2039.0),
-    ("A100 80GB PCIe", 1935.0),
-    ("A100", 1555.0),
-    ("L40S", 864.0),
-    ("L4", 300.0),
-    ("A10", 600.0),
-    ("RTX 4090", 1008.0),
-]
+PEAK_GBS = [("GH200", 4000.0), ("H200", 4800.0), ("H100 PCIe", 2000.0), ("H100 NVL", 3900.0),
+            ("H100", 3350.0), ("B200", 8000.0), ("A100-SXM4-80GB", 2039.0), ("A100 80GB PCIe", 1935.0),
+            ("A100", 1555.0), ("L40S", 864.0), ("L4", 300.0), ("A10", 600.0), ("RTX 4090", 1008.0)]
 
 
 @dataclass(frozen=True)
@@ -115,17 +92,10 @@ class PagedCache:
         return paged.view(batch, -1, NUM_KV_HEADS, HEAD_DIM).transpose(1, 2).contiguous()
 
 
-def bench(fn, plan: Plan) -> tuple[float, float, float]:
-    """(p20, median, p80) in ms."""
-    import triton.testing
-
-    p20, p50, p80 = triton.testing.do_bench(fn, warmup=plan.warmup_ms, rep=plan.rep_ms,
-                                            quantiles=[0.2, 0.5, 0.8])
-    return p20, p50, p80
-
-
 def run_config(cache: PagedCache, dtype: torch.dtype, batch: int, context: int, plan: Plan,
                peak: float | None) -> Result:
+    import triton.testing
+
     from kernels import paged_decode_attention
     from kernels.decode_attention import choose_num_splits
     from kernels.reference import paged_decode_attention_ref
@@ -155,7 +125,8 @@ def run_config(cache: PagedCache, dtype: torch.dtype, batch: int, context: int, 
     for name, fn in impls.items():
         try:
             outputs[name] = fn().reshape(batch, NUM_HEADS, HEAD_DIM).float()
-            p20, p50, p80 = bench(fn, plan)
+            p20, p50, p80 = triton.testing.do_bench(fn, warmup=plan.warmup_ms, rep=plan.rep_ms,
+                                                    quantiles=[0.2, 0.5, 0.8])  # ms
         except Exception as e:  # one failing implementation must not end the run
             result.errors[name] = f"{type(e).__name__}: {e}".splitlines()[0][:200]
             torch.cuda.empty_cache()
@@ -169,7 +140,7 @@ def run_config(cache: PagedCache, dtype: torch.dtype, batch: int, context: int, 
     return result
 
 
-def format_table(results: list[Result]) -> str:
+def table(results: list[Result]) -> str:
     header = ["dtype", "batch", "context", "KV MB", "splits",
               "triton ms", "GB/s", "%peak", "sdpa ms", "GB/s", "%peak", "ref ms", "sdpa/triton", "err"]
     rows = []
@@ -185,16 +156,11 @@ def format_table(results: list[Result]) -> str:
             cell(r.ms, "ref", ".3f"), "-" if speedup is None else f"{speedup:.2f}x",
             "-" if r.max_abs_err is None else f"{r.max_abs_err:.1e}",
         ])
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in [header, *rows]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return format_table(header, rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer sizes, shorter timing (< 1 minute)")
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
+    parser = common.parser(__doc__.splitlines()[0], sizes=tuple(PLANS), threads=False)
     parser.add_argument("--peak-gbs", type=float, metavar="GBS",
                         help="peak memory bandwidth in GB/s (default: by device name)")
     args = parser.parse_args(argv)
@@ -207,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.pop("TRITON_INTERPRET", None) == "1":
         print("benchmarks.kernels: ignoring TRITON_INTERPRET=1, the kernels are compiled for the GPU")
     started = time.perf_counter()
-    plan = PLANS["quick" if args.quick else "full"]
+    plan = PLANS[args.size]
     device = torch.device("cuda")
     device_name = torch.cuda.get_device_name(device)
     peak = args.peak_gbs or peak_gbs_for(device_name)
@@ -232,8 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         del cache
         torch.cuda.empty_cache()
 
-    print()
-    print(format_table(results))
+    print("\n" + table(results))
     for r in results:
         for name, message in r.errors.items():
             print(f"error: {r.dtype} batch {r.batch} context {r.context} {name}: {message}")
@@ -245,20 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         import triton
 
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
-            "device": device_name,
-            "peak_gbs": peak,
-            "torch": torch.__version__,
-            "triton": triton.__version__,
+        common.write_json(args.json, {
+            "device": device_name, "peak_gbs": peak, "torch": torch.__version__, "triton": triton.__version__,
             "layer": {"num_heads": NUM_HEADS, "num_kv_heads": NUM_KV_HEADS, "head_dim": HEAD_DIM,
                       "block_size": BLOCK_SIZE},
             "plan": {"dtypes": [str(d).removeprefix("torch.") for d in plan.dtypes], "batches": plan.batches,
                      "contexts": plan.contexts, "warmup_ms": plan.warmup_ms, "rep_ms": plan.rep_ms},
-            "results": [asdict(r) for r in results],
-            "skipped": skipped,
-            "elapsed_s": elapsed,
-        }, indent=2) + "\n")
+            "results": [asdict(r) for r in results], "skipped": skipped, "elapsed_s": elapsed})
         print(f"wrote {args.json}")
     return 0
 

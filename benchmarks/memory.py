@@ -2,29 +2,16 @@
 
     python -m benchmarks.memory [--quick | --size tiny] [--json PATH] [--threads N]
 
-The trace (fixed seed): input and output lengths are lognormal with sigma LENGTH_SIGMA and means
-ShareGPT's (161 input, 338 output tokens, per the vLLM paper), scaled by max_seq_len / 2048:
-vLLM served ShareGPT on 2048-token OPT models, so the scaling keeps the same ratio of request
-length to context (at 1024: means 80 and 169). Then input is clipped to [1, max_seq_len - 1] and
-output to [1, max_seq_len - input], so input + output <= max_seq_len. Every request arrives at
-t = 0 and is released as soon as it finishes.
-
-Each policy serves the same trace on the same pool with admission='wait': 'contiguous' reserves
-max_seq_len / block_size blocks per request (the model's maximum length), 'paged' one block per
-block_size tokens as they come. The two runs are interleaved one engine step at a time, so
-that whatever else the machine does falls on both alike. Reported per policy:
-
-    utilisation   mean over steps of metrics.utilisation (tokens_held / slots_locked), sampled
-                  after each step and its releases, over the steps where some slot is locked
-    peak_running  most requests running at once
-    steps         engine steps until every request has finished
-    wall_s        wall time of those steps and releases (metrics sampling not included)
-    decode_tok_s  a separate measurement at equal batch: the same decode_batch requests
-                  decoding decode_steps steps under each policy, alternating, median of repeats
-
-The targets (paged utilisation >= 0.96, contiguous in vLLM's 0.20-0.40 band, paged in at most
-half the steps) are set for the full size. The quick and tiny traces are short enough that the
-paged run admits everything at once and is bound by its single longest request.
+The trace (fixed seed, all at t = 0, each request released when it finishes): lognormal input
+and output lengths with ShareGPT's means (161 and 338 tokens, per the vLLM paper) scaled by
+max_seq_len / 2048 (vLLM served ShareGPT on 2048-token OPT models), clipped so that input +
+output <= max_seq_len. Both policies serve it on the same pool with admission='wait', one engine
+step of each in turn: 'contiguous' reserves max_seq_len / block_size blocks a request, 'paged' a
+block per block_size tokens as they come. Per policy: utilisation (tokens_held / slots_locked,
+averaged over the steps where a slot is locked), peak_running, steps, wall_s, and decode_tok_s
+(apart: the same decode_batch requests decoding decode_steps steps, alternating, median of
+repeats). The targets (docs/benchmarks.md, "Memory") are set for the full size: the quick and
+tiny traces are so short that paged admits everything at once.
 """
 
 from __future__ import annotations
@@ -36,13 +23,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from benchmarks import common
-from benchmarks.common import (
-    SEED,
-    engine_config,
-    format_table,
-    random_text,
-    ratio,
-)
+from benchmarks.common import SEED, engine_config, format_table, random_text, ratio
 from engine import Engine, EngineConfig, ModelConfig
 from engine.request import Status
 
@@ -67,22 +48,12 @@ class Size:
     def __post_init__(self) -> None:
         slabs = self.num_blocks // (self.max_seq_len // BLOCK_SIZE)
         if not 1 <= self.decode_batch <= slabs:
-            raise ValueError(
-                f"decode_batch must be in [1, {slabs}]: the contiguous pool holds {slabs} requests"
-            )
+            raise ValueError(f"decode_batch must be in [1, {slabs}]: {slabs} contiguous requests fit")
 
 
-SIZES = {
-    "full": Size(
-        num_requests=200, num_blocks=1024, max_seq_len=1024, decode_batch=8, decode_steps=64, decode_repeats=5
-    ),
-    "quick": Size(
-        num_requests=32, num_blocks=128, max_seq_len=512, decode_batch=4, decode_steps=16, decode_repeats=3
-    ),
-    "tiny": Size(
-        num_requests=16, num_blocks=64, max_seq_len=256, decode_batch=4, decode_steps=4, decode_repeats=1
-    ),
-}
+# (requests, blocks, max_seq_len, decode_batch, decode_steps, decode_repeats)
+SIZES = {"full": Size(200, 1024, 1024, 8, 64, 5), "quick": Size(32, 128, 512, 4, 16, 3),
+         "tiny": Size(16, 64, 256, 4, 4, 1)}
 
 
 @dataclass(frozen=True)
@@ -123,22 +94,14 @@ def _clip(x: float, lo: int, hi: int) -> int:
 
 
 def policy_config(policy: str, size: Size) -> EngineConfig:
-    return engine_config(
-        num_blocks=size.num_blocks,
-        block_size=BLOCK_SIZE,
-        policy=policy,
-        reserve_blocks=size.max_seq_len // BLOCK_SIZE,
-        admission="wait",
-        model=ModelConfig(max_seq_len=size.max_seq_len),
-    )
+    return engine_config(num_blocks=size.num_blocks, block_size=BLOCK_SIZE, policy=policy, admission="wait",
+                         reserve_blocks=size.max_seq_len // BLOCK_SIZE,
+                         model=ModelConfig(max_seq_len=size.max_seq_len))
 
 
 class TraceRun:
-    """One policy serving the whole trace on a reset engine: all requests added at once, each
-    released as soon as it finishes, metrics sampled after every step and its releases.
-
-    `step` advances it by one engine step, so that two runs can be interleaved step by step and
-    share whatever else the machine is doing."""
+    """One policy serving the whole trace on a reset engine, one `step` at a time (so that two
+    runs take turns): metrics sampled after every step and its releases."""
 
     def __init__(self, engine: Engine, trace: list[TraceRequest]):
         engine.reset()
@@ -147,10 +110,6 @@ class TraceRun:
         self.utilisations: list[float] = []
         self.peak_running = 0
         self.wall_s = 0.0
-
-    @property
-    def is_done(self) -> bool:
-        return not self.unfinished
 
     def step(self) -> None:
         engine = self.engine
@@ -170,23 +129,16 @@ class TraceRun:
 
     def result(self) -> RunResult:
         m = self.engine.metrics()
-        return RunResult(
-            statistics.fmean(self.utilisations),
-            self.peak_running,
-            m.steps,
-            self.wall_s,
-            m.preempted,
-            m.prefill_tokens_computed,
-            m.prefill_seconds,
-        )
+        return RunResult(statistics.fmean(self.utilisations), self.peak_running, m.steps, self.wall_s,
+                         m.preempted, m.prefill_tokens_computed, m.prefill_seconds)
 
 
 def serve_side_by_side(engines: dict[str, Engine], trace: list[TraceRequest]) -> dict[str, RunResult]:
     """Serve the trace under every policy, one engine step of each in turn until all finish."""
     runs = {p: TraceRun(e, trace) for p, e in engines.items()}
-    while not all(r.is_done for r in runs.values()):
+    while any(r.unfinished for r in runs.values()):
         for r in runs.values():
-            if not r.is_done:
+            if r.unfinished:
                 r.step()
     return {p: r.result() for p, r in runs.items()}
 
@@ -220,26 +172,17 @@ def warm_up(engines: dict[str, Engine], size: Size) -> None:
 def trace_summary(trace: list[TraceRequest], max_seq_len: int) -> dict:
     def stats(xs: list[int]) -> dict:
         xs = sorted(xs)
-        return {
-            "mean": statistics.fmean(xs),
-            "median": statistics.median(xs),
-            "p99": xs[int(0.99 * (len(xs) - 1))],
-            "max": xs[-1],
-        }
+        return {"mean": statistics.fmean(xs), "median": statistics.median(xs),
+                "p99": xs[int(0.99 * (len(xs) - 1))], "max": xs[-1]}
 
     scale = max_seq_len / SHAREGPT_CONTEXT
-    return {
-        "num_requests": len(trace),
-        "arrival": "all requests at t=0",
-        "distribution": (
-            f"lognormal(sigma={LENGTH_SIGMA}) input mean {SHAREGPT_MEAN_INPUT * scale:.1f}, output mean "
-            f"{SHAREGPT_MEAN_OUTPUT * scale:.1f} (ShareGPT x {max_seq_len}/{SHAREGPT_CONTEXT}); "
-            f"input clipped to [1, {max_seq_len - 1}], output to [1, {max_seq_len} - input]"
-        ),
-        "seed": SEED,
-        "input_tokens": stats([len(r.prompt) for r in trace]),
-        "output_tokens": stats([r.max_new_tokens for r in trace]),
-    }
+    return {"num_requests": len(trace), "arrival": "all requests at t=0",
+            "distribution": (
+                f"lognormal(sigma={LENGTH_SIGMA}) input mean {SHAREGPT_MEAN_INPUT * scale:.1f}, output mean "
+                f"{SHAREGPT_MEAN_OUTPUT * scale:.1f} (ShareGPT x {max_seq_len}/{SHAREGPT_CONTEXT}); "
+                f"input clipped to [1, {max_seq_len - 1}], output to [1, {max_seq_len} - input]"),
+            "seed": SEED, "input_tokens": stats([len(r.prompt) for r in trace]),
+            "output_tokens": stats([r.max_new_tokens for r in trace])}
 
 
 def run(size: Size, num_threads: int) -> dict:
@@ -249,27 +192,12 @@ def run(size: Size, num_threads: int) -> dict:
     results = serve_side_by_side(engines, trace)
     tok_s = decode_tokens_per_second(engines, size)
     cfg = engines["paged"].config
-    out = {
-        "benchmark": "memory",
-        "config": {
-            "num_blocks": cfg.num_blocks,
-            "block_size": cfg.block_size,
-            "max_seq_len": size.max_seq_len,
-            "contiguous_reserve_blocks": size.max_seq_len // BLOCK_SIZE,
-            "admission": cfg.admission,
-            "max_running": cfg.max_running,
-            "backend": cfg.backend,
-            "device": cfg.device,
-            "weights": cfg.weights,
-            "seed": cfg.seed,
-            "torch_threads": num_threads,
-            "decode_batch": size.decode_batch,
-            "decode_steps": size.decode_steps,
-            "decode_prompt_tokens": DECODE_PROMPT_TOKENS,
-            "decode_repeats": size.decode_repeats,
-        },
-        "trace": trace_summary(trace, size.max_seq_len),
-    }
+    config = {k: getattr(cfg, k) for k in ("num_blocks", "block_size", "admission", "max_running", "backend",
+                                           "device", "weights", "seed")}
+    config.update(max_seq_len=size.max_seq_len, contiguous_reserve_blocks=size.max_seq_len // BLOCK_SIZE,
+                  torch_threads=num_threads, decode_batch=size.decode_batch, decode_steps=size.decode_steps,
+                  decode_prompt_tokens=DECODE_PROMPT_TOKENS, decode_repeats=size.decode_repeats)
+    out = {"benchmark": "memory", "config": config, "trace": trace_summary(trace, size.max_seq_len)}
     for p in POLICIES:
         out[p] = asdict(results[p]) | {"decode_tok_s": tok_s[p]}
     c, g = out["contiguous"], out["paged"]
@@ -283,20 +211,13 @@ def run(size: Size, num_threads: int) -> dict:
 
 def table(out: dict) -> str:
     c, g = out["contiguous"], out["paged"]
-    rows = [
-        [name, c[key], g[key], ratio(g[key], c[key])]
-        for name, key in [
-            ("utilisation (time-avg)", "utilisation"),
-            ("peak running requests", "peak_running"),
-            ("engine steps", "steps"),
-            ("wall time (s)", "wall_s"),
+    rows = [("utilisation (time-avg)", "utilisation"), ("peak running requests", "peak_running"),
+            ("engine steps", "steps"), ("wall time (s)", "wall_s"),
             ("  of which prefill forwards (s)", "prefill_s"),
             (f"decode tok/s (batch {out['config']['decode_batch']})", "decode_tok_s"),
-            ("preemptions", "preempted"),
-            ("prefill tokens computed", "prefill_tokens"),
-        ]
-    ]
-    return format_table(["", "contiguous", "paged", "paged/contig"], rows)
+            ("preemptions", "preempted"), ("prefill tokens computed", "prefill_tokens")]
+    return format_table(["", "contiguous", "paged", "paged/contig"],
+                        [[name, c[key], g[key], ratio(g[key], c[key])] for name, key in rows])
 
 
 def heading(out: dict, size, threads: int) -> str:

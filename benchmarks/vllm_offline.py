@@ -2,13 +2,11 @@
 
     .venv-vllm/bin/python benchmarks/vllm_offline.py MODEL_DIR BATCHES.json   # prints JSON
 
-benchmarks/vs_vllm.py runs this as a subprocess (vLLM lives in its own virtual environment) and
-times our engine on the same batches. BATCHES.json: {"max_tokens": 64, "repeats": 3, "batches":
-{"16": [prompt, ...], ...}}. For each batch: one warm-up generate (vLLM compiles and captures on
-first use), then `repeats` timed ones; printed: the wall time of each and the token ids of the
-last. vLLM's defaults (its compiled path, its own thread binding) except: float32, blocks of 32,
-prefix caching off (each timed run would otherwise find the warm-up's prompts cached), greedy,
-no stop at an end-of-text token. Standard library and vllm only.
+benchmarks/vs_vllm.py's subprocess (vLLM has its own environment: standard library and vllm only).
+BATCHES.json: {"max_tokens": 64, "repeats": 3, "batches": {"16": [prompt, ...], ...}}; each batch a
+warm-up generate, then `repeats` timed: each one's wall time and the last one's token ids. vLLM's
+defaults but float32, blocks of 32, greedy, no stop at end-of-text, and prefix caching off (each
+timed run would find the warm-up's prompts cached).
 """
 
 from __future__ import annotations

@@ -1,36 +1,24 @@
 """kvviz's engine against a real vLLM, same trained weights, greedy, blocks of 32 tokens.
 
-    python -m benchmarks.vs_vllm [--quick] [--json PATH]     # needs `make vllm-venv`
+    python -m benchmarks.vs_vllm [--quick] [--json PATH] [--baseline REV] [--rounds N]
+    # needs `make vllm-venv`
 
-It starts vLLM's CPU build on a free port (tools/vllm_server.py: 64-block pool, prefix
-caching, KV events, as vllm_watch/defaults.py sets them) and subscribes to its KV events before
-sending anything, then:
-
-1. tokens: the same prompts through both engines, `max_tokens` greedy tokens each: identical
-   token ids, or the first divergence and our model's logit margin (top-1 minus top-2) there;
-2. a shared-prefix trace: node 03's system prompt (3 blocks) with ten questions, sent one after
-   another: per request, the prompt tokens each engine found in its prefix cache (vLLM's
-   `usage.prompt_tokens_details.cached_tokens`, our `num_prefix_hit`) must be equal, and the
-   hashes of our cached blocks (vLLM's hash function, recomputed in Python) must equal the set
-   of hashes in vLLM's `BlockStored` events;
-3. throughput on this CPU, for batches of 1, 16 and 64 requests (the trace's prompts) × 64
-   greedy tokens from an empty cache, generated tokens per second of wall time:
-   a. through vLLM's HTTP server (a second one, with a pool big enough for 64 requests at once;
-      prefix caching on, so each repeat's prompts start with a fresh prefix), the batch sent at
-      once, median of `repeats`; vLLM's time includes HTTP and its server's scheduling;
-   b. vLLM's offline `LLM` in process (benchmarks/vllm_offline.py, in vLLM's environment: its
-      default compiled path, prefix caching off), a warm-up then the best of 3, on the same
-      prompts as ours; their tokens must equal ours;
-   ours is the engine alone, one torch thread, prefix sharing off, a warm-up then the best of 3
-   (benchmarks/step_profile.py's child); with `--baseline REV`, REV's engine too, in the same run;
-   with `--rounds N`, b and ours take N turns one after the other and each keeps its best (ours and
-   REV's swap places every other turn: the one right after vLLM's run was measured slower).
-   vLLM pins its compute to one core (its scheduler runs in another process).
+vLLM's CPU build on a free port (tools/vllm_server.py, vllm_watch/defaults.py's settings), its KV
+events subscribed to before anything is sent; then (docs/benchmarks.md, "kvviz's engine against
+vLLM"): 1. tokens: the same prompts through both engines, greedy: identical token ids, or the
+first divergence and our logit margin (top-1 minus top-2) there; 2. a shared-prefix trace, node
+03's system prompt and ten questions one after another: the prompt tokens each engine found cached
+must be equal, and our cached blocks' hashes (vLLM's hash, recomputed) equal vLLM's `BlockStored`
+events'; 3. throughput, batches of 1, 16 and 64 prompts × 64 greedy tokens from an empty cache:
+vLLM's HTTP server (a second one, pool big enough, each repeat's prompts a fresh prefix; median),
+vLLM's offline `LLM` (benchmarks/vllm_offline.py, in vLLM's environment; best of 3 after a warm-up;
+its tokens must equal ours) and our engine alone (benchmarks/step_profile.py's child, one torch
+thread, sharing off; best of 3), with `--baseline REV` REV's engine too; `--rounds N`: the offline
+`LLM` and ours take N turns (ours and REV's swapping places), each keeping its best.
 """
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import json
 import platform
@@ -44,7 +32,7 @@ from pathlib import Path
 import torch
 import zmq
 
-from benchmarks import step_profile
+from benchmarks import common, step_profile
 from engine import Engine, EngineConfig
 from kvviz.nodes.prompts import MORE_QUESTIONS, QUESTIONS
 from kvviz.nodes.vllm.scenario import Mirror, prompt_for
@@ -102,10 +90,6 @@ def shared_prefix_trace(srv: VllmServer, sub: zmq.Socket, max_tokens: int) -> di
     ours = set(mirror.block_hashes().values())
     return {"requests": rows, "cached_equal": all(r["vllm_cached"] == r["our_cached"] for r in rows),
             "our_blocks": len(ours), "vllm_stored": len(stored), "hashes_equal": ours == stored}
-
-
-def batch_prompts(n: int) -> list[str]:
-    return step_profile.prompts(n)
 
 
 def http_throughput(url: str, prompts: list[str], max_tokens: int, repeats: int) -> dict:
@@ -211,9 +195,8 @@ def report(out: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description="kvviz's engine against a real vLLM (same weights).")
-    parser.add_argument("--quick", action="store_const", const="quick", dest="size", default="full")
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
+    parser = common.parser("kvviz's engine against a real vLLM (same weights).", sizes=tuple(SIZES),
+                           threads=False)
     parser.add_argument("--baseline", metavar="REV",
                         help="also time the engine of commit REV, in the same run")
     parser.add_argument("--rounds", type=int, default=1,
@@ -236,7 +219,7 @@ def main(argv: list[str] | None = None) -> dict:
         out["trace"] = shared_prefix_trace(srv, sub, 64)
         out["tokens"] = compare_tokens(srv.url, size["max_tokens"])
         sub.close()
-    batches = {str(n): batch_prompts(n) for n in size["batches"]}
+    batches = {str(n): step_profile.prompts(n) for n in size["batches"]}
     out["batches"] = list(batches)
     with VllmServer(num_blocks=THROUGHPUT_BLOCKS) as srv:
         out["vllm_throughput_start_s"] = srv.started_s
@@ -253,7 +236,7 @@ def main(argv: list[str] | None = None) -> dict:
     out["baseline"], out["repeats"], out["rounds"] = args.baseline, size["repeats"], args.rounds
     print(report(out))
     if args.json:
-        args.json.write_text(json.dumps(out, indent=2) + "\n")
+        common.write_json(args.json, out)
     return out
 
 

@@ -130,7 +130,7 @@ def pytest_collection_modifyitems(items):
 # follow, those with more tests first (pytest-xdist's own order, which make test's
 # --no-loadscope-reorder leaves to this list). static_site makes the served recording first.
 LONGEST_GROUPS = ("static_site", "vllm", "test_classroom_smoke", "test_live_frames", "test_app",
-                  "test_ui_latency_benchmark", "test_notebook_played")
+                  "test_notebook_played")
 
 
 class _LongestFirst:

@@ -1,5 +1,5 @@
 """The served lesson and the browser that drives it, shared by the browser tests (tests/ui), the
-UI latency benchmark and the README's pictures (tools/screenshots.py): `panel serve app.py` on a
+class benchmarks and the README's pictures (tools/screenshots.py): `panel serve app.py` on a
 free port, Debian's Chromium (/usr/bin/chromium, or $KVVIZ_CHROMIUM) launched by Playwright (no
 browser is ever downloaded), and `settled(page)`: a wait until the page's figures are drawn and
 its layout holds still (the same box over FRAMES animation frames, Playwright's own notion of a

@@ -1,41 +1,23 @@
 """A class on the served lesson as students open it: the browser plays the recordings, the server
-runs only what is new (kvviz/serve/routes.py).
+runs only what is new (docs/benchmarks.md, "A class of 120 on the recorded lesson").
 
     python -m benchmarks.classroom [--students 120] [--arrive-s 20] [--typers 12] [--backends 2]
                                    [--probes 2] [--fresh] [--clients-nice N] [--handin-s 10]
                                    [--flood RATE [--flood-s 10]] [--port 5390] [--json PATH]
+    python -m benchmarks.classroom --students 0 --typers 0 --probes 1     # one student alone
 
-It starts `make class`'s server (deploy/class_server.py: nginx in front of BACKENDS single-process
-`panel serve` backends) on loopback at PORT, or uses the one already running there (its state
-file says so: `make class` or another run; the hand-ins then go to its database), and measures,
-on this machine:
-
-1. recordings: seconds from the server's start until its recorded lesson is ready (`--fresh`: in
-   an empty cache, as on a first start; else whatever this code's cache holds), then until each
-   backend has readied its engine for what no recording holds (a teacher starts it before class);
-2. arrival: STUDENTS students, each from its own loopback address (127.1.x.y), arriving spread
-   over ARRIVE_S seconds, open `/` as a browser's first visit does (the redirect, the page, every
-   script and stylesheet it links, nothing cached): ready page = all of it received; a 503 (busy)
-   counts as a busy page;
-3. live: TYPERS of them, meanwhile, ask their own question, which no recording holds, as the page
-   sends it (`/lesson-live?node=radix&sharing=1&op=ask:...&from=N`): the time to the whole answer
-   (each question different: none is answered from the server's kept answers);
-4. in Chromium (PROBES pages, acting for real, during the arrival): see benchmarks/classroom/probes.py;
-5. hand-in: every student hands in (`/lesson-handin`) within HANDIN_S seconds; then the class's
-   store is read: stored = students (0 lost), one submission each (0 doubled), and the teacher's
-   pulse counts every student's prediction;
-6. the server: its backends' CPU while the class arrives, and their memory before and after.
-
-`--flood RATE`: meanwhile one address that is no student's sends RATE distinct live questions a
-second for FLOOD_S seconds from the class's start, as fast as it can: what it got back is counted
-by kind (answers, 429 "slow down", nginx's errors, failed connections); compare the typers'
-answers with the same run without the flood.
-
-`--clients-nice N` stands the students' side for their own devices, which in a class are not the
-server's cores: the crowd and the Chromiums run at niceness N, and so do their sessions'
-*autogroups* (Linux shares the CPU between sessions first); the typers, whose questions are timed,
-run apart at the normal priority. Each answer's `Server-Timing` says how long it waited in the
-backend and how long its engine computed.
+It starts `make class`'s server (deploy/class_server.py: nginx in front of BACKENDS backends) on
+loopback at PORT, or uses the one running there (its state file says so), and measures: 1. the
+seconds until the recorded lesson is ready (`--fresh`: in an empty cache) and each backend has
+readied its engine; 2. STUDENTS, each from its own loopback address, spread over ARRIVE_S, open `/`
+as a first visit does (every script and stylesheet, nothing cached): the ready page, busy pages
+(503); 3. TYPERS of them ask a question no recording holds, timed to the whole answer (and its
+`Server-Timing`: wait, compute); 4. PROBES Chromium pages act meanwhile (probes.py); 5. every
+student hands in within HANDIN_S, then the store is read (0 lost, 0 doubled); 6. the backends' CPU
+while the class arrives, their memory before and after. `--flood RATE`: one more address sends
+RATE live questions a second for FLOOD_S, its outcomes counted by kind. `--clients-nice N`: the
+crowd and the Chromiums (their sessions' autogroups too: Linux shares the CPU between sessions
+first) at niceness N, standing for the students' own devices; the typers apart, at normal priority.
 """
 
 from __future__ import annotations
@@ -68,16 +50,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--probes", type=int, default=2, help="Chromium pages that act meanwhile (0: none)")
     ap.add_argument("--port", type=int, default=5390, help="nginx's port (the backends take the next ones)")
     ap.add_argument("--fresh", action="store_true", help="record in an empty cache (a first start)")
-    ap.add_argument("--clients-nice", type=int, default=0,
-                    help="run the students (the load generator and the Chromiums) at this niceness, their "
-                         "sessions' autogroups too: they stand for the students' own devices (default 0)")
-    ap.add_argument("--handin-s", type=float, default=10.0,
-                    help="every student hands in within this many seconds")
-    ap.add_argument("--flood", type=float, default=0.0,
-                    help="meanwhile one address (no student's) sends this many live questions a second "
-                         "(default 0: none)")
-    ap.add_argument("--flood-s", type=float, default=10.0,
-                    help="for this many seconds, from the class's start")
+    ap.add_argument("--clients-nice", type=int, default=0, help="the students' niceness (default 0)")
+    ap.add_argument("--handin-s", type=float, default=10.0, help="every student hands in within this")
+    ap.add_argument("--flood", type=float, default=0.0, help="live questions a second from one address")
+    ap.add_argument("--flood-s", type=float, default=10.0, help="for this many seconds, from the start")
     ap.add_argument("--server-arg", action="append", default=[], metavar="ARG",
                     help="one more argument for deploy/class_server.py (repeatable)")
     ap.add_argument("--json", type=Path, default=None, metavar="PATH",

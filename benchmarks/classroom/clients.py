@@ -1,13 +1,7 @@
-"""The class's HTTP clients on the recorded lesson (`/`), each from its own loopback address:
-
-    first visit   `/`, its redirect, the page and every script and stylesheet it links, nothing
-                  cached (a browser's first visit); a 503 is a busy page
-    live question a question no recording holds, as the page sends it
-                  (`/lesson-live?node=radix&sharing=1&op=ask:...&from=AFTER`), timed to the whole
-                  answer, with the backend's `Server-Timing` (wait, compute)
-    hand-in       what the page's Hand in sends (`POST /lesson-handin`), then the class's store read
-    flood         one address that is no student's (FLOOD_ADDRESS) sending RATE distinct live
-                  questions a second without waiting for answers; what came back counted by kind
+"""The class's HTTP clients on the recorded lesson (`/`), each from its own loopback address: a
+first visit (`/`, its redirect, the page and everything it links, nothing cached; a 503 is a busy
+page), a live question (timed to the whole answer, with its `Server-Timing`), a hand-in (then the
+class's store read), and the flood (FLOOD_ADDRESS sending RATE live questions a second unawaited).
 """
 
 from __future__ import annotations
@@ -102,19 +96,33 @@ def typers_apart(out, *args) -> None:
     out.put(asyncio.run(crowd(*args, part="typers")))
 
 
+async def request(where: tuple[str, int], method: str, path: str, src: str, body: bytes = b"",
+                  headers: dict | None = None, timeout: float = 60) -> tuple[int, bytes]:
+    """(status, body) of one HTTP/1.0 request to `where` (host, port) sent from `src`."""
+    host, port = where
+
+    async def go():
+        reader, writer = await asyncio.open_connection(host, port, local_addr=(src, 0))
+        head = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        writer.write(f"{method} {path} HTTP/1.0\r\nHost: {host}:{port}\r\n{head}"
+                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        await writer.drain()
+        raw = await reader.read()
+        writer.close()
+        top, _, rest = raw.partition(b"\r\n\r\n")
+        return int(top.split(b" ", 2)[1]), rest
+    return await asyncio.wait_for(go(), timeout)
+
+
 async def hand_in(host: str, port: int, i: int, source: str) -> dict:
     """Student i hands in what the page's Hand in sends (one POST, from its own address)."""
     body = json.dumps({**HANDIN, "student_id": f"{i:032x}", "name": f"student {i}"}).encode()
     t0 = time.perf_counter()
     try:
-        reader, writer = await asyncio.open_connection(host, port, local_addr=(source, 0))
-        writer.write(f"POST /lesson-handin HTTP/1.0\r\nHost: {host}:{port}\r\n"
-                     f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
-        await writer.drain()
-        raw = await asyncio.wait_for(reader.read(), 60)
-        writer.close()
-        status = int(raw.split(b" ", 2)[1])
-        return {"status": status, "s": time.perf_counter() - t0, "ok": status == 200 and b'"ok": true' in raw}
+        status, answer = await request((host, port), "POST", "/lesson-handin", source, body,
+                                       {"Content-Type": "application/json"})
+        ok = status == 200 and b'"ok": true' in answer
+        return {"status": status, "s": time.perf_counter() - t0, "ok": ok}
     except (TimeoutError, OSError, ValueError, IndexError) as e:
         return {"status": 0, "s": time.perf_counter() - t0, "ok": False, "error": str(e)[:120]}
 

@@ -1,11 +1,8 @@
-"""Chromium probes (Debian's /usr/bin/chromium, never a downloaded browser): a real student's
-page on the recorded lesson (`/`), acting while the class arrives. Each scripted action (Add
-request, Free R2, Reset, the slider, Step back, Step, Prefix sharing) is timed in the page, from
-the click's event to the frame that shows the changed number; then Play's pace (nominal 4 steps a
-second), a scroll to node 03 until its numbers are on screen, a typed question from Enter to the
-engine's answer drawn, and Explain it back's self-check. Every websocket the page opens and every
-request it sends during the scripted actions (the goal: none) are counted; the class's own
-requests (the state polled, the roster's reports) apart."""
+"""Chromium probes (Debian's /usr/bin/chromium): a real student's page on the recorded lesson (`/`)
+acting while the class arrives. Each scripted action timed in the page, from the click's event to
+the frame that shows the changed number; then Play's pace, a scroll to node 03, a typed question and
+Explain it back's self-check. The websockets it opens and the requests it sends during the scripted
+actions (the goal: none) are counted, the class's own apart."""
 
 from __future__ import annotations
 
@@ -60,12 +57,8 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
             kind, name, selector = plan[k % len(plan)]
             target_text = page.locator(selector).first
             before = target_text.inner_text()
-            if kind == "button":
-                target = page.get_by_role("button", name=name).first
-            elif kind.startswith("slider"):
-                target = page.get_by_role("slider", name=name).first
-            else:
-                target = page.get_by_role("checkbox", name=name).first
+            role = "button" if kind == "button" else "slider" if kind.startswith("slider") else "checkbox"
+            target = page.get_by_role(role, name=name).first
             target.scroll_into_view_if_needed()
             # (the card's HTML is written anew on a change: watch its shadow root, which stays).
             # In the page: when the text first differs, the next frame's start (its paint follows).
@@ -85,10 +78,8 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
               }""", [handle, selector, before])
             out["acting"] = True
             out.setdefault("acting_windows", []).append([time.time(), None])  # (nginx's log: wall clock)
-            if kind == "slider+":
-                target.press("ArrowUp")
-            elif kind == "slider-":
-                target.press("ArrowDown")
+            if role == "slider":
+                target.press("ArrowUp" if kind == "slider+" else "ArrowDown")
             else:
                 target.click()
             try:  # (from the click's event in the page to the frame that shows the new number)
@@ -100,7 +91,6 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
                 by_action.setdefault(f"{kind} {name}", []).append(round(ms.json_value(), 1))
             except Exception as e:  # noqa: BLE001 (an action that changed nothing: e.g. Step at the end)
                 out["last_error"] = str(e)[:300]
-                out.setdefault("unchanged", 0)
                 out["unchanged"] = out.get("unchanged", 0) + 1
             page.wait_for_timeout(600)  # (the address bar is written twice a second at most)
             out["acting"] = False
@@ -111,13 +101,8 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
         page.get_by_role("button", name="⟲ Rewind").first.click()
         t = time.perf_counter()
         page.get_by_role("button", name="▶ Play").first.click()
-        page.wait_for_function(
-            """() => { const f = (r) => { for (const el of r.querySelectorAll('*')) {
-                 if (el.classList && el.classList.contains('kv-step')
-                     && el.dataset.node === 'fragmentation') return el;
-                 if (el.shadowRoot) { const x = f(el.shadowRoot); if (x) return x; } } return null; };
-               const el = f(document); return el && /step (3\\d)/.test(el.textContent); }""",
-            polling="raf", timeout=60_000)
+        at_30 = page.locator(step).filter(has_text=re.compile(r"step 3\d")).first
+        at_30.wait_for(state="attached", timeout=60_000)
         out["play_steps_per_s"] = 30 / (time.perf_counter() - t)
         # Everyone scrolls to node 03 at the teacher's word: until its strip is on screen
         t = time.perf_counter()

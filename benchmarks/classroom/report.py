@@ -136,6 +136,5 @@ def table(r: dict) -> str:
 
 def write(r: dict, path: Path | None) -> Path:
     path = path or RESULTS_DIR / f"classroom-{datetime.datetime.now(datetime.UTC):%Y%m%dT%H%M%SZ}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(r, indent=2) + "\n")
+    common.write_json(path, r)
     return path

@@ -1,31 +1,18 @@
-"""The teacher's class under `make class` (issue 31's goals): the roster, the class's commands, what
-the students' pages cost the server while they wait, and the class's radix tree.
+"""The teacher's class under `make class` (issue 31's goals; docs/benchmarks.md, "The teacher's
+class"): the roster, the class's commands, what waiting students cost the server, the class's tree.
 
     python -m benchmarks.classroom.teacher [--students 120] [--arrive-s 20] [--backends 2]
                                            [--probes 2] [--questions 40] [--json PATH]
                                            [--hall postgresql://...]
 
-It starts `make class`'s server (nginx in front of BACKENDS backends, deploy/class_server.py) on
-loopback with a class database of its own, and measures:
-
-1. roster: STUDENTS plain clients, each from its own loopback address, arrive over ARRIVE_S and
-   act as a played page does (kvviz/export/classroom.js): a first report (answered with its token),
-   then the class state, held by the server until it changes (`?since=`); a Chromium teacher page
-   on /teacher (unlocked with the passphrase) reads its roster: for the k-th arrival, the time
-   until the roster counts k students;
-2. steady state: the backends' CPU over STEADY_S with nobody there, then with every student
-   waiting on the class state (their cost: the difference, in % of one core);
-3. commands: the teacher sends Pause, Resume and Follow me (`POST /lesson-class` with the
-   passphrase, through nginx); for each plain student, the time from the command's answer to the
-   new state in its hands; for PROBES Chromium pages on `/`, the time until "Eyes on the teacher"
-   covers them (pause) and is gone (resume);
-4. the class's tree: QUESTIONS live questions in node 03, typed over a minute from their own
-   addresses to the backend that serves the teacher page; the time from each answer until the
-   teacher page's QUESTIONS ASKED counts it (kvviz/nodes/radix/class_view.py).
-
-`--hall URL`: the lecture hall instead: two machines' backends (`make backends`), one on
-127.0.0.1 and one on 127.0.0.2, sharing the PostgreSQL store at URL; the students split between
-them, the Chromium student pages on the second, the teacher on the first.
+STUDENTS plain clients, each from its own loopback address, act as a played page's class channel
+does (kvviz/export/classroom.js: a first report, then the class state held until it changes) while
+a Chromium teacher page on /teacher reads its roster. Measured: 1. the time until the roster counts
+each arrival; 2. the backends' CPU over STEADY_S with nobody there, then with everyone waiting;
+3. Pause, Resume and Follow me sent through nginx: the time until each student has the new state,
+and until "Eyes on the teacher" covers (and leaves) PROBES Chromium pages on `/`; 4. QUESTIONS live
+questions over a minute: from each answer until the teacher page's QUESTIONS ASKED counts it.
+`--hall URL`: two machines' backends (127.0.0.1, 127.0.0.2) on the PostgreSQL store at URL.
 """
 
 from __future__ import annotations
@@ -41,33 +28,18 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
+from benchmarks.classroom.clients import request
 from benchmarks.classroom.report import summary
 from benchmarks.classroom.server import cpu_seconds
+from benchmarks.common import write_json
 from tools.browser import Server
 from tools.loopback_class import ClassServer, read_state, source_address
 
 STEADY_S = 20.0
 PASSPHRASE = f"bench {secrets.token_hex(6)}"
 NODES = ("fragmentation", "paging", "radix")
-
-
-async def request(where: tuple[str, int], method: str, path: str, src: str, body: bytes = b"",
-                  headers: dict | None = None, timeout: float = 60) -> tuple[int, bytes]:
-    """(status, body) of one HTTP/1.0 request to `where` (host, port) sent from `src`."""
-    host, port = where
-
-    async def go():
-        reader, writer = await asyncio.open_connection(host, port, local_addr=(src, 0))
-        head = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-        writer.write(f"{method} {path} HTTP/1.0\r\nHost: {host}:{port}\r\n{head}"
-                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-        await writer.drain()
-        raw = await reader.read()
-        writer.close()
-        top, _, rest = raw.partition(b"\r\n\r\n")
-        return int(top.split(b" ", 2)[1]), rest
-    return await asyncio.wait_for(go(), timeout)
 
 
 class Student:
@@ -244,14 +216,9 @@ def run(a) -> dict:
                   lambda s: s["follow"]["node"] == "radix")]
         for name, what, test in tests:
             at = command(room.entries[0] if not a.hall else room.teacher, what)
-            for page in probes:
-                dialog = page.get_by_role("alertdialog")
-                if name == "pause":
-                    dialog.wait_for(state="visible")
-                    probe_s.append(time.perf_counter() - at)
-                elif name == "resume":
-                    dialog.wait_for(state="detached")
-                    probe_s.append(time.perf_counter() - at)
+            for page in probes if name != "follow" else ():
+                page.get_by_role("alertdialog").wait_for(state="visible" if name == "pause" else "detached")
+                probe_s.append(time.perf_counter() - at)
             time.sleep(3)
             reach += [s.reached(at, test) for s in students]
         out["command_reach_s"] = summary([r for r in reach if r is not None])
@@ -299,15 +266,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--probes", type=int, default=2)
     ap.add_argument("--questions", type=int, default=40)
     ap.add_argument("--port", type=int, default=5490)
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--hall", default=None,
                     help="a PostgreSQL URL: the lecture hall, on 127.0.0.1 and 127.0.0.2")
     a = ap.parse_args(argv)
     out = run(a)
     print(json.dumps(out, indent=2))
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=2)
+        write_json(a.json, out)
     return out
 
 

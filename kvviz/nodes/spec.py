@@ -18,9 +18,6 @@ class Node:
     state: type  # its state class (param.Parameterized, no Panel)
     view: type  # its view class (Panel), built with state= and on_interact=
     cards: tuple[Card, ...] = ()  # its headline metric cards, in the order shown
-    # What a student does, in a cycle: (widget label, key pressed on it or None for a click).
-    # The UI latency and classroom benchmarks play it.
-    practice: tuple[tuple[str, str | None], ...] = ()
     url: ModuleType | None = None  # its URL fields: PARAMS, WATCH, parse, restore, query
     needs: tuple[str, ...] = ()  # the other nodes' states its state is built over (by key)
     live: bool = True  # runs engines (a transport, keyboard shortcuts, a play timer)

@@ -32,6 +32,12 @@ def test_quick_flag_selects_the_quick_size():
     assert common.parser("x").parse_args([]).size == "full"
 
 
+def test_percentile_interpolates_between_closest_ranks():
+    assert common.percentile([4.0, 1.0, 3.0, 2.0], 50) == 2.5
+    assert common.percentile([1.0, 2.0, 3.0, 4.0, 5.0], 95) == pytest.approx(4.8)
+    assert common.percentile([7.0], 95) == 7.0
+
+
 # -- memory ----------------------------------------------------------------------------------
 def test_trace_is_seeded_and_fits_the_context():
     trace = memory.make_trace(500, 1024)

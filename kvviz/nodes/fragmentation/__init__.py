@@ -6,6 +6,4 @@ from kvviz.nodes.fragmentation.view import FragmentationView
 from kvviz.nodes.spec import Node
 
 NODE = Node(key="fragmentation", number="01", title=text.TITLE, state=FragmentationState,
-            view=FragmentationView, cards=text.CARDS, url=url, recipe=recipe.recipe,
-            practice=(("Reserved length", "ArrowUp"), ("Free R2", None), ("Reserved length", "ArrowDown"),
-                      ("Reset", None)))
+            view=FragmentationView, cards=text.CARDS, url=url, recipe=recipe.recipe)

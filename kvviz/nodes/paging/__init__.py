@@ -6,5 +6,4 @@ from kvviz.nodes.paging.view import PagingView
 from kvviz.nodes.spec import Node
 
 NODE = Node(key="paging", number="02", title=text.TITLE, state=PagingState, view=PagingView,
-            cards=text.CARDS, url=url, recipe=recipe.recipe,
-            practice=(("Add request", None),) * 9 + (("Reset", None),))
+            cards=text.CARDS, url=url, recipe=recipe.recipe)

@@ -6,5 +6,4 @@ from kvviz.nodes.radix.view import RadixView
 from kvviz.nodes.spec import Node
 
 NODE = Node(key="radix", number="03", title=text.TITLE, state=RadixState, view=RadixView,
-            cards=text.CARDS, url=url, recipe=recipe.recipe,
-            practice=(("Prefix sharing", None),))
+            cards=text.CARDS, url=url, recipe=recipe.recipe)
