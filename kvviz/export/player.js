@@ -24,7 +24,7 @@
   const ORDER = []; // node names in page order (registered in it; their recordings inflate in any order)
   // where a hand-in is sent (and its box's HTML, shown under an answered prediction too); where the
   // server's engine answers what no recording holds
-  const config = { handin: null, handinBox: null, frames: null };
+  const config = { handin: null, handinBox: null, frames: null, afterPaint: null };
   let touched = null; // the node last acted on (the keyboard's, when none is in view)
 
   async function inflate(b64) {
@@ -129,13 +129,17 @@
       if (checks) checks.refresh();
     }
 
-    // The properties set after the new state is painted: a figure's size, and a select's choices
-    // with its value (a select drawn again costs a frame's work; the numbers and pictures come first).
+    // The properties set after the new state is painted: a figure's size, a select's choices with
+    // its value (a select drawn again costs a frame's work; the numbers and pictures come first),
+    // and a pane marked so in Python (config.afterPaint: a folded "As text").
     later(i) {
       if (!this.lateProps || this.lateProps.n !== this.rec.props.length) { // (a live branch adds some)
         const selects = new Set(this.rec.props.filter(([, a]) => a === "options").map(([id]) => id));
+        const folded = (k) => config.afterPaint && this.models[k]
+          && (this.models[k].css_classes || []).includes(config.afterPaint);
         this.lateProps = new Set(this.rec.props.map(([id, a], k) => (
-          a === "height" || a === "width" || (selects.has(id) && (a === "options" || a === "value")) ? k : -1)));
+          a === "height" || a === "width" || (selects.has(id) && (a === "options" || a === "value"))
+          || folded(k) ? k : -1)));
         this.lateProps.n = this.rec.props.length;
       }
       return this.lateProps.has(i);

@@ -50,6 +50,7 @@ from kvviz.nodes import BY_KEY, LIVE, NODES, OUTLINE
 from kvviz.nodes.recipe import Recipe
 from kvviz.web import stylesheet
 from kvviz.web.keyboard import Keyboard
+from kvviz.web.live_html import AFTER_PAINT
 
 ROOT = Path(__file__).resolve().parents[2]
 # The page's libraries, linked relative to it (`./static/...`, as a Bokeh server names them).
@@ -201,7 +202,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], ser
     doc = Document()
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)
     live_config = ({"handin": SERVED_HANDIN, "frames": SERVED_FRAMES, "handinBox": HANDIN_BOX} if served
-                   else {})
+                   else {}) | {"afterPaint": AFTER_PAINT}
     scripts = [f"window.kvvizPlayer.configure({json.dumps(live_config)});"]
     if served:  # (the class the teacher runs: the roster's reports, pause, pace, follow me)
         classroom = browser_config(SERVED_REPORT, SERVED_CLASS, OUTLINE)

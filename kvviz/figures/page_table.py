@@ -23,7 +23,7 @@ from engine import Snapshot, ceil_div
 from kvviz.figures.block_strip import MIN_CELL_PX, NARROW_PER_ROW, NARROW_PX, PER_ROW
 from kvviz.figures.cells import CELL_W, LAYOUTS, bar_data, cells_of, draw_cells, hatch_data, place
 from kvviz.figures.reflow import Frame, reflow
-from kvviz.web.live_html import LiveHTML
+from kvviz.web.live_html import AFTER_PAINT, LiveHTML
 from kvviz.web.per_snapshot import per_snapshot
 from kvviz.web.redraw import Redraw
 from kvviz.web.refs import Ref, value, watch
@@ -140,8 +140,9 @@ class PageTable(pn.viewable.Viewer):
         fonts.append((heads.glyph, "text_font_size", "12px", "18px"))
         reflow(fig, switched, max(NARROW_PX, PER_ROW * MIN_CELL_PX), wide, _frame(NARROW_PER_ROW, n), fonts)
         self.figure = fig
+        # (folded "As text": a played page sets it just after the frame that shows a new state)
         self._text = LiveHTML(summary_html(self._snap, value(self.request), self.pool),
-                              sizing_mode="stretch_width", margin=(0, 10))
+                              sizing_mode="stretch_width", margin=(0, 10), css_classes=[AFTER_PAINT])
         watch(self.snapshot, Redraw(self._update), self.request)
         heading = pn.pane.HTML(f'<div class="kv-figure-title">{html.escape(self.title)}</div>',
                                sizing_mode="stretch_width", margin=(8, 10, 0, 10))

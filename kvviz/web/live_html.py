@@ -14,6 +14,11 @@ import panel as pn
 
 from kvviz.process.private_api import text_only
 
+# The class of a pane a played page updates just after the frame that shows a new state, not in
+# it: text the student does not see at once (a folded "As text"), whose layout would delay the
+# numbers and pictures (kvviz/export/player.js, `later`).
+AFTER_PAINT = "kv-after-paint"
+
 
 @text_only
 class LiveHTML(pn.pane.HTML):
