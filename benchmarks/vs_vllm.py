@@ -113,7 +113,9 @@ def offline_throughput(model_dir: Path, batches: dict[str, list[str]], repeats: 
     with tempfile.TemporaryDirectory(prefix="kvviz-offline-") as tmp:
         spec = Path(tmp) / "batches.json"
         spec.write_text(json.dumps({"max_tokens": THROUGHPUT_TOKENS, "repeats": repeats, "batches": batches}))
-        proc = subprocess.run([str(server.PYTHON), str(Path(__file__).with_name("vllm_offline.py")),
+        # (-P: benchmarks/ is not put on its path: transformers imports a package named `kernels`
+        # when one is found, and benchmarks/kernels.py would be taken for it)
+        proc = subprocess.run([str(server.PYTHON), "-P", str(Path(__file__).with_name("vllm_offline.py")),
                                str(model_dir), str(spec)], cwd=tmp, env=server.environment(),
                               capture_output=True, text=True)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("KVVIZ-RESULT ")), None)
