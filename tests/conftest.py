@@ -103,12 +103,13 @@ def static_site(tmp_path_factory):
     """The lesson exported once per test session (python -m kvviz.export): its folder. Its nodes
     01-03 are recorded from the walks of this code's served recording (kvviz/export/cache.py,
     which the served lesson's tests need too: made here, or by a test server's recorder, once),
-    as `export(walked=walks(...))` does: the same walk, not a second one."""
+    as `export(walked=walks(...))` does: the same walk, not a second one; and Explain it back's
+    self-checks are the served recording's (`recorded_checks`), not run on the engine again."""
     from kvviz.export import cache
-    from kvviz.export.site import export, walks
+    from kvviz.export.site import export, recorded_checks, walks
 
-    out = tmp_path_factory.mktemp("site")
-    export(out, walked=walks(cache.make()))
+    out, served = tmp_path_factory.mktemp("site"), cache.make()
+    export(out, walked=walks(served), explained=recorded_checks(served))
     return out
 
 
