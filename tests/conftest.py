@@ -178,3 +178,13 @@ def fresh_memo():
 
     MEMO.clear()
     yield MEMO
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Each test ends with torch on one intra-op thread, as this file sets it: one left on two
+    (tools/train.py's recipe once did) makes every later torch test of its xdist worker wait on
+    a second OpenMP thread beside the other worker (test_timeline's 1 s test took 51 s so)."""
+    yield
+    if torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
