@@ -103,12 +103,13 @@ def static_site(tmp_path_factory):
     """The lesson exported once per test session (python -m kvviz.export): its folder. Its nodes
     01-03 are recorded from the walks of this code's served recording (kvviz/export/cache.py,
     which the served lesson's tests need too: made here, or by a test server's recorder, once),
-    as `export(walked=walks(...))` does: the same walk, not a second one."""
+    as `export(walked=walks(...))` does: the same walk, not a second one; and Explain it back's
+    self-checks are the served recording's (`recorded_checks`), not run on the engine again."""
     from kvviz.export import cache
-    from kvviz.export.site import export, walks
+    from kvviz.export.site import export, recorded_checks, walks
 
-    out = tmp_path_factory.mktemp("site")
-    export(out, walked=walks(cache.make()))
+    out, served = tmp_path_factory.mktemp("site"), cache.make()
+    export(out, walked=walks(served), explained=recorded_checks(served))
     return out
 
 
@@ -125,12 +126,16 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
-# The groups that take longest (a minute or more of a worker's time each, measured with
-# --durations), queued first, longest first, so that the two workers finish together; the others
-# follow, those with more tests first (pytest-xdist's own order, which make test's
-# --no-loadscope-reorder leaves to this list). static_site makes the served recording first.
-LONGEST_GROUPS = ("static_site", "vllm", "test_classroom_smoke", "test_live_frames", "test_app",
-                  "test_notebook_played")
+# The groups that take longest (half a minute or more of a worker's time each, measured with
+# --durations on a loaded machine), queued first, longest first, so that the two workers finish
+# together; the others follow, those with more tests first (pytest-xdist's own order, which make
+# test's --no-loadscope-reorder leaves to this list): a long group of few tests (mypy's, the
+# one-test class modules) is named here, or it would be queued among the last and leave one worker
+# running it alone. static_site makes the served recording first; the groups that play it follow.
+LONGEST_GROUPS = ("static_site", "vllm", "test_classroom_smoke", "test_accessibility", "test_typing",
+                  "test_played", "test_class_roster_played", "test_fidelity", "test_app", "test_layers",
+                  "test_connection", "test_handin_class", "test_notebook_played", "test_hf_export",
+                  "test_walk", "test_lecture_hall")
 
 
 class _LongestFirst:
@@ -177,3 +182,13 @@ def fresh_memo():
 
     MEMO.clear()
     yield MEMO
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Each test ends with torch on one intra-op thread, as this file sets it: one left on two
+    (tools/train.py's recipe once did) makes every later torch test of its xdist worker wait on
+    a second OpenMP thread beside the other worker (test_timeline's 1 s test took 51 s so)."""
+    yield
+    if torch.get_num_threads() != 1:
+        torch.set_num_threads(1)

@@ -168,6 +168,20 @@ def walks(folder: Path) -> dict[str, Walked]:
     return out
 
 
+CHECKS_SETUP = "window.kvvizPlayer.checks.setup("  # (build_page's call: Explain it back's self-checks)
+
+
+def recorded_checks(folder: Path) -> dict[str, Any]:
+    """Explain it back's self-checks as a served recording (kvviz/export/cache.py: its `folder`)
+    answered them, read back from its index.html: a static export of the same code reuses them
+    (`export(explained=)`) rather than run every branch's engine again (`checks.meta`)."""
+    text = (folder / "index.html").read_text(encoding="utf-8")
+    found, _at = json.JSONDecoder().raw_decode(text, text.rindex(CHECKS_SETUP) + len(CHECKS_SETUP))
+    if not isinstance(found, dict):
+        raise ValueError(f"{folder / 'index.html'}: no self-checks in its call to {CHECKS_SETUP}")
+    return found
+
+
 def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], served: bool = False,
                walked: dict[str, Walked] | None = None,
                explained: dict[str, Any] | None = None) -> tuple[Document, list[str], dict[str, list[Any]]]:
@@ -216,7 +230,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], ser
             if not explained:
                 assert spare is not None  # (there is one for a page that holds Explain it back)
                 explained = checks.meta(spare.states, plan)
-            scripts.append(f"window.kvvizPlayer.checks.setup({json.dumps(explained)}, "
+            scripts.append(f"{CHECKS_SETUP}{json.dumps(explained)}, "
                            f"{json.dumps(parts_ids)});")
             continue
         state = lesson.states[key]
@@ -284,28 +298,34 @@ Progress = Callable[[str, int, int], None]  # (what is being recorded now, pages
 
 
 def export(out: Path, live_url: str | None = None, only: list[str] | None = None, served: bool = False,
-           walked: dict[str, Walked] | None = None, progress: Progress | None = None) -> list[Path]:
+           walked: dict[str, Walked] | None = None, progress: Progress | None = None,
+           explained: dict[str, Any] | None = None) -> list[Path]:
     """Write the site into `out` (only the node pages `only`, if given; else every node page and
     index.html); returns the pages written. `served`: for a server beside the live lesson
     (kvviz/serve/routes.py), whose controls that need an engine continue live. `walked`: nodes
     already walked by this code (`walks(folder)` of its served recording), recorded from those
-    walks rather than walked again. `progress`, if given, is told before each page is made."""
+    walks rather than walked again. `progress`, if given, is told before each page is made.
+    `explained`: Explain it back's self-checks as this code made them (`recorded_checks(folder)`
+    of its served recording), reused rather than made again."""
     out.mkdir(parents=True, exist_ok=True)
     for name in stylesheet.STYLESHEETS:  # (the lesson's stylesheets, beside the pages)
         shutil.copyfile(ROOT / name, out / Path(name).name)
     with page_config():
-        return _write_pages(out, live_url, only, served, dict(walked or {}), progress or (lambda *_: None))
+        return _write_pages(out, live_url, only, served, dict(walked or {}), progress or (lambda *_: None),
+                            explained)
 
 
 def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served: bool,
-                 walked: dict[str, Walked], progress: Progress) -> list[Path]:
+                 walked: dict[str, Walked], progress: Progress,
+                 explained: dict[str, Any] | None) -> list[Path]:
     # (a served page opens node 04 live, from its link; a static one plays its vLLM recording)
     recorded = [n for n in NODES if n.key in recipes() and (n in LIVE or not served)]
     facts, pages = provenance(), []
     frames: dict[str, list[Any]] = {}  # node -> its recorded properties (build_page)
     # (Explain it back's self-checks per run: made once, for every page that holds it)
     wanted = not only or (not served and "explain" in only)
-    explained = checks.meta(Lesson({}).states, recipes()) if wanted else None
+    if wanted and explained is None:
+        explained = checks.meta(Lesson({}).states, recipes())
     # (walked: node -> its walk, made for its own page and reused by index.html, or given)
     # (served: explain is in index.html only)
     nodes = [n for n in [*recorded, *([] if served else [BY_KEY["explain"]])] if not only or n.key in only]

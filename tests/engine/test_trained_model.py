@@ -126,7 +126,9 @@ def test_split_holds_out_whole_documents_about_five_percent_per_source():
 @pytest.mark.slow
 def test_quick_training_writes_weights_that_its_manifest_vouches_for(tmp_path):
     out = tmp_path / "model.pt"
-    manifest = train(TrainConfig(**QUICK), out, command="python -m tools.train --quick")
+    # (one thread: the other test worker has the other core; train() puts torch's threads back)
+    manifest = train(TrainConfig(**QUICK), out, command="python -m tools.train --quick", threads=1)
+    assert manifest["trained_with"]["threads"] == 1 == torch.get_num_threads()
     assert manifest["weights_sha256"] == file_sha256(out)
     assert read_manifest(out)["final_val_loss"] == manifest["final_val_loss"] < 5.6  # below uniform, ln 256
     Transformer(trained_model_config(out)).load_state_dict(load_trained_state_dict(out))

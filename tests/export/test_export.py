@@ -99,3 +99,24 @@ def test_a_recorded_state_shows_the_cards_the_live_engine_shows_for_it(recording
     assert shown, "no card changes in this recording"
     assert {label: live[label] for label in shown if label in live} == {
         label: text for label, text in shown.items() if label in live}
+
+
+def test_the_sites_self_checks_are_the_served_recordings_and_answer_every_recorded_branch(static_site):
+    """Explain it back's self-checks are made once per code, by the served recording, and read back
+    (`recorded_checks`) for the static site: its pages hold exactly those, with a question and an
+    answer for every check at every branch of its node's recipe."""
+    from kvviz.export import cache
+    from kvviz.export.site import recorded_checks
+    from kvviz.nodes.explain.checks import CHECKS
+
+    served = recorded_checks(cache.make())
+    assert recorded_checks(static_site) == served
+    for page in ("index.html", "explain.html"):
+        text = (static_site / page).read_text(encoding="utf-8")
+        assert text.count("window.kvvizPlayer.checks.setup(" + json.dumps(served) + ", ") == 1, page
+    plan = recipes()
+    for check in CHECKS:
+        if check.node in plan:
+            asked = served["asked"][check.node]
+            assert set(asked) == set(plan[check.node].branches), check.node
+            assert all(check.key in by_branch for by_branch in asked.values()), check.key

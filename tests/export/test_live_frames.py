@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import html
 import json
@@ -13,7 +14,7 @@ import pytest
 from kvviz import urlstate
 from kvviz.export import cache
 from kvviz.export.recipes import recipes
-from kvviz.export.site import FRAMES_FILE, build_page, model_order, page_config, provenance
+from kvviz.export.site import FRAMES_FILE, build_page, model_order, page_config, provenance, walks
 from kvviz.nodes.radix import url as radix_url
 from kvviz.nodes.radix.state import RadixState
 from kvviz.serve.live import MAX_QUERY, Service
@@ -40,17 +41,32 @@ def stored(answer: dict, row: list[int]) -> str:
 
 def test_a_live_view_holds_the_same_models_in_the_same_order_as_the_page(service):
     """A model is named across processes by its place: the page's and the live view's agree on
-    every node, and the recorded properties the page lists are the ones written beside it."""
-    written = json.loads((cache.make() / FRAMES_FILE).read_text())
+    every node, and the recorded properties the page lists are the ones written beside it.
+
+    Node 03's page walks its states again here (2 s): a fresh walk records the properties written.
+    Nodes 01 and 02 (35 s of walking in one process) are built from the recording's own walks, as
+    the static site is (`walks`); that walks in pieces on several workers equal one walk is
+    tests/export/test_walk.py's."""
+    folder = cache.make()
+    written = json.loads((folder / FRAMES_FILE).read_text())
+    recorded = walks(folder)
     for key in ("fragmentation", "paging", "radix"):
         with page_config():
-            doc, _scripts, placed = build_page([key], None, provenance(), served=True)
+            doc, scripts, placed = build_page([key], None, provenance(), served=True,
+                                              walked=None if key == "radix" else recorded)
         column = next(m for m in doc.models
                       if f"kv-recorded-{key}" in (getattr(m, "css_classes", None) or []))
-        page = [type(m).__name__ for m in model_order(column)]
+        order = [m.id for m in model_order(column)]
+        page = [type(doc.get_model_by_id(mid)).__name__ for mid in order]
         service.warm(key)
         assert [type(m).__name__ for m in service.frames[key].models] == page
         assert placed[key] == written[key]
+        # (the page's own recording holds those properties, on its models by their places)
+        text = "".join(scripts)
+        start = f"window.kvvizPlayer.register({json.dumps(key)}, "
+        packed, _at = json.JSONDecoder().raw_decode(text, text.index(start) + len(start))
+        props = json.loads(gzip.decompress(base64.b64decode(packed)))["props"]
+        assert [[order.index(mid), attr] for mid, attr in props] == written[key]
 
 
 def test_a_question_is_run_by_the_engine_and_answered_with_every_state(service, monkeypatch):
