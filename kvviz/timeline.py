@@ -82,6 +82,21 @@ class Timeline:
         twin._checkpoints = list(self._checkpoints)
         return twin
 
+    def fork(self) -> Timeline:
+        """An independent copy, as `clone`, that does not copy the engine now: this timeline's
+        engine becomes the copy's latest checkpoint, cloned only when the copy needs an engine
+        (an operation or a snapshot the memo does not hold). Only for a timeline whose engine
+        never runs again, only cloned (a scenario's prototype, kvviz/nodes/scenario_base.py):
+        a copy that only replays what the memo holds (a session reset, then set up again at
+        once) never copies the KV."""
+        twin = Timeline.__new__(Timeline)
+        twin.config, twin.ops, twin._digest = self.config, list(self.ops), self._digest
+        twin._engine, twin._done = None, 0
+        twin._checkpoints = list(self._checkpoints)
+        if self._engine is not None and (not twin._checkpoints or len(twin._checkpoints[-1][0]) < self._done):
+            twin._checkpoints.append((tuple(self.ops[: self._done]), self._engine))
+        return twin
+
     # -- the engine, brought up to date only when needed ------------------------------------
     @property
     def engine(self) -> Engine:

@@ -283,3 +283,37 @@ def test_stepping_back_over_remembered_states_runs_no_engine():
     reference = Timeline(t.config)
     reference.replay(list(t.ops))
     assert seen[-1] == reference.engine.snapshot()  # (computed, not read from the memo)
+
+
+def test_a_fork_copies_no_engine_until_it_runs_one_and_then_behaves_as_a_clone(make_config, fresh_memo):
+    """`fork` (a scenario prototype's copies, kvviz/nodes/scenario_base.py): no engine copied
+    while the memo answers; a new operation clones the prototype's engine then, and every state
+    after equals a clone's (and the prototype's engine is not run)."""
+    config = make_config(block_size=4, num_blocks=16, prefix_sharing=True)
+    prototype = Timeline(config)
+    for prompt in ("Page one", "Page two"):
+        prototype.add(prompt, 12)
+    prototype.run_until_idle()
+    engine, before = prototype._engine, prototype.snapshot()
+    fork, clone = prototype.fork(), prototype.clone()
+    assert fork._engine is None and fork.snapshot() == before and not fork.has_work
+    for t in (fork, clone):
+        t.release(1)
+        t.add("Page one again", 6)
+    assert fork._engine is not None and fork._engine is not engine
+    assert play(fork) == play(clone)
+    while fork.step_back() and clone.step_back():
+        assert fork.snapshot() == clone.snapshot()
+    assert prototype._engine is engine and engine.snapshot() == before
+
+
+def test_a_new_scenario_copies_its_prototype_s_engine_only_when_it_runs_one():
+    from kvviz.nodes.scenario_base import new_scenario
+
+    first, second = new_scenario(RadixScenario, True), new_scenario(RadixScenario, True)
+    assert first.timeline._engine is None and second.timeline._engine is None
+    assert first.snapshot() == second.snapshot()
+    first.ask("What is a fork?")
+    second.ask("What is a fork?")
+    assert first.timeline._engine is not second.timeline._engine
+    assert first.snapshot() == second.snapshot()
