@@ -184,7 +184,11 @@ class Rows:
         self.steps.append(step)
 
     def walk_back(self, state: Any, start: int = 0) -> int:
-        """Read `state` now and at every engine step back to `start`; returns the first row's index."""
+        """Read `state` now and at every engine step back to `start`; returns the first row's index.
+        (The states' snapshots that the memo lacks are made first, in one run forward: see
+        `Timeline.keep_snapshots`.)"""
+        for timeline in getattr(state, "timelines", ()):
+            timeline.keep_snapshots(start)
         at = len(self.rows)
         self.visit(state.step_count)
         while state.step_count > start and state.step_back():
