@@ -82,6 +82,21 @@ class Timeline:
         twin._checkpoints = list(self._checkpoints)
         return twin
 
+    def fork(self) -> Timeline:
+        """An independent copy, as `clone`, that does not copy the engine now: this timeline's
+        engine becomes the copy's latest checkpoint, cloned only when the copy needs an engine
+        (an operation or a snapshot the memo does not hold). Only for a timeline whose engine
+        never runs again, only cloned (a scenario's prototype, kvviz/nodes/scenario_base.py):
+        a copy that only replays what the memo holds (a session reset, then set up again at
+        once) never copies the KV."""
+        twin = Timeline.__new__(Timeline)
+        twin.config, twin.ops, twin._digest = self.config, list(self.ops), self._digest
+        twin._engine, twin._done = None, 0
+        twin._checkpoints = list(self._checkpoints)
+        if self._engine is not None and (not twin._checkpoints or len(twin._checkpoints[-1][0]) < self._done):
+            twin._checkpoints.append((tuple(self.ops[: self._done]), self._engine))
+        return twin
+
     # -- the engine, brought up to date only when needed ------------------------------------
     @property
     def engine(self) -> Engine:
@@ -238,6 +253,46 @@ class Timeline:
 
     def _known(self) -> bool:
         return not self.ops or self._outcome() is not None
+
+    def keep_snapshots(self, from_step: int = 0) -> int:
+        """Put in the memo the snapshot of every state of this history that stepping back lands
+        on (the end, and the state before each step) with `from_step` engine steps or more, where
+        it lacks one: computed in one run forward from the first such state. (A state reached
+        while snapshots were not kept, such as a scenario's defaults, has none: stepping back
+        through such states one by one would make each again from a checkpoint, up to
+        CHECKPOINT_EVERY operations of the engine per state. A walk back, kvviz/export/record.py,
+        calls this first.) Returns how many it computed."""
+        if MEMO.capacity == 0:
+            return 0
+        keys, digest, steps = [], hash(self.config), 0
+        for k, op in enumerate(self.ops, 1):
+            digest = _chain(digest, op)
+            steps += op.kind == "step"
+            lands = k == len(self.ops) or self.ops[k].kind == "step"
+            keys.append(self._key(digest, k) if lands and steps >= from_step else None)
+        missing = [k for k, key in enumerate(keys, 1)
+                   if key is not None and ((known := MEMO.get(key)) is None or known.snapshot is None)]
+        if not missing:
+            return 0
+        first = missing[0]
+        if self._engine is not None and self._done <= first:
+            engine, done = self._engine, self._done  # (ours: run on to the end)
+        else:
+            found = [(d, e) for d, e in self._checkpoints
+                     if len(d) <= first and tuple(self.ops[: len(d)]) == d]
+            engine, done = (found[-1][1].clone(), len(found[-1][0])) if found else (Engine(self.config), 0)
+        wanted = set(missing)
+        self._engine = engine  # (`_run` runs `self._engine`)
+        for k in range(done + 1, len(self.ops) + 1):
+            result = self._run(self.ops[k - 1])
+            if k in wanted:
+                known = MEMO.get(keys[k - 1])
+                if known is None:
+                    MEMO.put(keys[k - 1], Outcome(result, engine.has_unfinished(), engine.snapshot()))
+                elif known.snapshot is None:
+                    known.snapshot = engine.snapshot()
+        self._engine, self._done = engine, len(self.ops)
+        return len(missing)
 
     def step_back(self) -> bool:
         """Return to the state before the last step (dropping what came after it)."""

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from bokeh.core.property.descriptors import AliasPropertyDescriptor, UnsetValueError
+from bokeh.core.property.validation import validate
 from bokeh.document import Document
 from bokeh.document.events import (
     ColumnDataChangedEvent,
@@ -117,10 +118,13 @@ class Reader:
     others keep their value. `strict`: a changed property that cannot be recorded is an error
     (else it is dropped: a reference to another model, never recorded)."""
 
-    def __init__(self, doc: Document, models: Iterable[Model] | None = None, strict: bool = False):
+    def __init__(self, doc: Document, models: Iterable[Model] | None = None, strict: bool = False,
+                 now: dict[Prop, Any] | None = None):
+        """`now`: `initial_values` of the models, when the caller has just read them."""
         self.doc, self.strict = doc, strict
         self.models: dict[str, Model] = {m.id: m for m in (doc.models if models is None else models)}
-        self.now = initial_values(self.models.values())  # (model id, property) -> encoded value
+        # (model id, property) -> encoded value
+        self.now = dict(now) if now is not None else initial_values(self.models.values())
         self.touched: set[Prop] = set()
         doc.on_change(self._collect)
 
@@ -184,7 +188,11 @@ class Rows:
         self.steps.append(step)
 
     def walk_back(self, state: Any, start: int = 0) -> int:
-        """Read `state` now and at every engine step back to `start`; returns the first row's index."""
+        """Read `state` now and at every engine step back to `start`; returns the first row's index.
+        (The states' snapshots that the memo lacks are made first, in one run forward: see
+        `Timeline.keep_snapshots`.)"""
+        for timeline in getattr(state, "timelines", ()):
+            timeline.keep_snapshots(start)
         at = len(self.rows)
         self.visit(state.step_count)
         while state.step_count > start and state.step_back():
@@ -193,26 +201,28 @@ class Rows:
 
 
 def record(doc: Document, state: Any, branches: dict[str, Setup], reset: Callable[[], None],
-           link: Callable[[Any], str] = lambda _state: "") -> Recording:
+           link: Callable[[Any], str] = lambda _state: "", now: dict[Prop, Any] | None = None) -> Recording:
     """Record `state`'s `branches` as seen in `doc` (which holds the node's view); `reset()`
     puts the page back at its default state afterwards (the page is saved from there).
     `link(state)`: the live lesson's query for a state, kept for each branch's settled end (the
     player writes it into the address bar, and a live session continues from it).
 
     Each branch is put at its settled end (`setup`), then read back one engine step at a time to
-    its start (`Rows.walk_back`: the same reading as a live answer's, kvviz/serve/live.py)."""
-    reader = Reader(doc, strict=True)
+    its start (`Rows.walk_back`: the same reading as a live answer's, kvviz/serve/live.py).
+    `now`: `initial_values` of every model of `doc`, when the caller has just read them.
+
+    Bokeh does not validate the values the views set meanwhile (`validate(False)`: a check
+    only, which converts none of the views' values; the same values are checked wherever the
+    live lesson sets them). It is a switch of the whole process: record in a process that only
+    records (kvviz/export/walk.py's workers; never a server's)."""
+    reader = Reader(doc, strict=True, now=now)
     stored = Values()
     rows = Rows(reader, stored)
     links: dict[str, str] = {}
     spans: dict[str, tuple[int, int]] = {}
     try:
-        for key, setup in branches.items():
-            with eager_snapshots():  # (so that stepping back reads each state's snapshot, kept on the way)
-                setup(state)
-            links[key] = link(state)
-            at = rows.walk_back(state)
-            spans[key] = (at, len(rows.rows))
+        with validate(False):
+            _walk(state, branches, link, rows, links, spans)
     finally:
         reader.close()
     rec = Recording(props=[list(p) for p in rows.order], values=stored.values, links=links)
@@ -221,3 +231,14 @@ def record(doc: Document, state: Any, branches: dict[str, Setup], reset: Callabl
         rec.steps[key] = rows.steps[a:b][::-1]
     reset()
     return rec
+
+
+def _walk(state: Any, branches: dict[str, Setup], link: Callable[[Any], str], rows: Rows,
+          links: dict[str, str], spans: dict[str, tuple[int, int]]) -> None:
+    for key, setup in branches.items():
+        with eager_snapshots():  # (so that stepping back reads each state's snapshot, kept on the way)
+            setup(state)
+        links[key] = link(state)
+        at = rows.walk_back(state)
+        spans[key] = (at, len(rows.rows))
+

@@ -226,7 +226,8 @@ def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], ser
         recipe: Recipe | None = plan.get(key)
         if recipe is None:  # explain it back: its self-checks answered from the recorded runs
             mine = _by_class(doc, f"kv-recorded-{key}").references()
-            parts_ids = checks.wire(mine)
+            with doc.models.freeze():  # (see below)
+                parts_ids = checks.wire(mine)
             if not explained:
                 assert spare is not None  # (there is one for a page that holds Explain it back)
                 explained = checks.meta(spare.states, plan)
@@ -252,7 +253,15 @@ def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], ser
         rec = known.placed_in(order)
         placed[key] = known.placed
         mine = view.references()  # (the node's own models: its controls)
-        play = wire(mine, key, recipe.controls)
+        # (each callback attached is a new model of the document: Bokeh finds the document's
+        # models again after each, the whole page's, unless frozen until all are attached)
+        with doc.models.freeze():
+            play = wire(mine, key, recipe.controls)
+            if served:
+                wire_live(mine, key, recipe.live_only)
+                predict_ids = wire_predictions(mine, key)
+            else:
+                disable(mine, recipe.live_only)
         ids["counter"] = next((m.id for m in mine if "kv-counter" in (getattr(m, "css_classes", None) or [])),
                               None)
         url = BY_KEY[key].url
@@ -263,15 +272,12 @@ def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], ser
         if served:
             meta["models"] = order  # (a live frame names a model by its place: kvviz/serve/live.py)
             meta["controls"] = {c.action: c.id for c in recipe.controls if c.action not in TRANSPORT_ACTIONS}
-            wire_live(mine, key, recipe.live_only)
-            ids.update(wire_predictions(mine, key))
+            ids.update(predict_ids)
             known_predict = known.predict  # (none from a static page's walk)
             if known_predict is None:
                 assert spare is not None  # (there is one for a served page)
                 known_predict = predictions(spare.states[key], recipe)
             meta["predict"] = known_predict
-        else:
-            disable(mine, recipe.live_only)
         ids["play"] = play.id if play else None
         if walked is not None and made:
             walked[key] = Walked(known.rec, placed[key], meta.get("predict"))

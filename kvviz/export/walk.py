@@ -82,11 +82,11 @@ class _Worker:
         # every property of the node's models before this piece's walk: a state of the piece that
         # did not change one had this value (measured ones, such as node 03's prefill time, are
         # this process's own: each piece is true to the process that walked it)
-        models = {m.id: m for m in doc.models if m.id in place}
-        before = {f"{place[mid]}.{attr}": v for (mid, attr), v in initial_values(models.values()).items()}
+        now = initial_values(doc.models)  # (every model's: the recording's reader starts from them)
+        before = {f"{place[mid]}.{attr}": v for (mid, attr), v in now.items() if mid in place}
         with page_config():
             rec = record(doc, state, {name: recipe.branches[name] for name in piece.branches}, reset,
-                         state_link(piece.key))
+                         state_link(piece.key), now)
         changed = {f"{place[mid]}.{attr}" for mid, attr in rec.props}
         return {"props": [[place[mid], attr] for mid, attr in rec.props], "values": rec.values,
                 "branches": rec.branches, "steps": rec.steps, "links": rec.links,

@@ -38,7 +38,9 @@ def new_scenario(factory, *args):
     with _PROTOTYPES_LOCK:
         if key not in _PROTOTYPES:
             _PROTOTYPES[key] = factory(*args)
-        return copy_scenario(_PROTOTYPES[key])
+        prototype = _PROTOTYPES[key]
+        # (its engines are never run again, only copied: each copy copies one when it first runs it)
+        return copy.deepcopy(prototype, {id(t): t.fork() for t in prototype.timelines})
 
 
 class OnePool:

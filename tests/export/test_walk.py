@@ -65,3 +65,22 @@ def test_a_node_walked_in_pieces_on_two_workers_is_the_same_as_one_walk(monkeypa
     assert apart[0].steps == whole[0].steps and apart[0].links == whole[0].links
     assert len(whole[0].branches["s0"]) > 10  # (a real walk: a state per engine step)
 
+
+
+@pytest.mark.slow
+def test_a_walk_without_bokeh_s_validation_records_what_one_with_it_records(monkeypatch):
+    """record() turns Bokeh's property validation off while the views redraw (a check only: it
+    converts none of their values): the same states as with it on, and it is on again after."""
+    import contextlib
+
+    from bokeh.core.property.bases import validation_on
+
+    from kvviz.export import record
+
+    branches = {"radix": ["s0", "s1"]}
+    without = walk.walk_all(branches, workers=1)["radix"]
+    assert validation_on()
+    monkeypatch.setattr(record, "validate", lambda _on: contextlib.nullcontext())
+    checked = walk.walk_all(branches, workers=1)["radix"]
+    assert states(*without) == states(*checked) and without[1] == checked[1]
+    assert without[0].steps == checked[0].steps and without[0].links == checked[0].links

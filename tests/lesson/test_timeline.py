@@ -283,3 +283,90 @@ def test_stepping_back_over_remembered_states_runs_no_engine():
     reference = Timeline(t.config)
     reference.replay(list(t.ops))
     assert seen[-1] == reference.engine.snapshot()  # (computed, not read from the memo)
+
+
+def test_a_fork_copies_no_engine_until_it_runs_one_and_then_behaves_as_a_clone(make_config, fresh_memo):
+    """`fork` (a scenario prototype's copies, kvviz/nodes/scenario_base.py): no engine copied
+    while the memo answers; a new operation clones the prototype's engine then, and every state
+    after equals a clone's (and the prototype's engine is not run)."""
+    config = make_config(block_size=4, num_blocks=16, prefix_sharing=True)
+    prototype = Timeline(config)
+    for prompt in ("Page one", "Page two"):
+        prototype.add(prompt, 12)
+    prototype.run_until_idle()
+    engine, before = prototype._engine, prototype.snapshot()
+    fork, clone = prototype.fork(), prototype.clone()
+    assert fork._engine is None and fork.snapshot() == before and not fork.has_work
+    for t in (fork, clone):
+        t.release(1)
+        t.add("Page one again", 6)
+    assert fork._engine is not None and fork._engine is not engine
+    assert play(fork) == play(clone)
+    while fork.step_back() and clone.step_back():
+        assert fork.snapshot() == clone.snapshot()
+    assert prototype._engine is engine and engine.snapshot() == before
+
+
+def test_a_new_scenario_copies_its_prototype_s_engine_only_when_it_runs_one():
+    from kvviz.nodes.scenario_base import new_scenario
+
+    first, second = new_scenario(RadixScenario, True), new_scenario(RadixScenario, True)
+    assert first.timeline._engine is None and second.timeline._engine is None
+    assert first.snapshot() == second.snapshot()
+    first.ask("What is a fork?")
+    second.ask("What is a fork?")
+    assert first.timeline._engine is not second.timeline._engine
+    assert first.snapshot() == second.snapshot()
+
+
+def test_keep_snapshots_makes_a_walk_back_s_missing_snapshots_in_one_run_forward(make_config, fresh_memo,
+                                                                                 monkeypatch):
+    """States reached without their snapshots (no eager_snapshots) are walked back through
+    with no engine run once `keep_snapshots` made them, and they equal those made one by one."""
+    monkeypatch.setattr(timeline_module, "CHECKPOINT_EVERY", 8)
+    config = make_config(block_size=4, num_blocks=16, prefix_sharing=True)
+
+    def history() -> Timeline:
+        t = Timeline(config)
+        for prompt in ("Page one", "Page two"):
+            t.add(prompt, 12)
+        t.run_until_idle()
+        t.release(1)
+        t.add("Page one again", 6)
+        t.run_until_idle()
+        return t
+
+    expected = []
+    t = history()
+    while True:
+        expected.append(t.snapshot())  # (each made again from a checkpoint)
+        if not t.step_back():
+            break
+    fresh_memo.clear()
+    t = history()
+    steps = []
+    monkeypatch.setattr(Engine, "step", lambda self, real=Engine.step: steps.append(1) or real(self))
+    assert t.keep_snapshots() > 0
+    ran = len(steps)
+    assert ran == t.num_steps  # (one run forward, from the start: no checkpoint before the first)
+    assert t.keep_snapshots() == 0
+    seen = []
+    while True:
+        seen.append(t.snapshot())
+        if not t.step_back():
+            break
+    assert len(steps) == ran and seen == expected
+
+
+def test_keep_snapshots_from_a_step_leaves_the_states_before_it_alone(make_config, fresh_memo):
+    config = make_config(block_size=4, num_blocks=16)
+    t = Timeline(config)
+    t.add("Page one", 12)
+    t.run_until_idle()
+    made = t.keep_snapshots(from_step=5)
+    assert made == t.num_steps - 5 + 1  # (the states at 5 steps and more: the end, and before each step)
+    while t.num_steps > 5:
+        t.step_back()
+        assert t._outcome().snapshot is not None
+    t.step_back()
+    assert t._outcome().snapshot is None
