@@ -19,6 +19,8 @@ from kvviz.nodes.radix import url as radix_url
 from kvviz.nodes.radix.state import RadixState
 from kvviz.serve.live import MAX_QUERY, Service
 
+MEASURED = re.compile(r"\d+(?:\.\d+)? ms")  # (node 03's prefill time: this machine's clock)
+
 
 @pytest.fixture(scope="module")
 def service():
@@ -60,13 +62,22 @@ def test_a_live_view_holds_the_same_models_in_the_same_order_as_the_page(service
         page = [type(doc.get_model_by_id(mid)).__name__ for mid in order]
         service.warm(key)
         assert [type(m).__name__ for m in service.frames[key].models] == page
-        assert placed[key] == written[key]
         # (the page's own recording holds those properties, on its models by their places)
         text = "".join(scripts)
         start = f"window.kvvizPlayer.register({json.dumps(key)}, "
         packed, _at = json.JSONDecoder().raw_decode(text, text.index(start) + len(start))
-        props = json.loads(gzip.decompress(base64.b64decode(packed)))["props"]
-        assert [[order.index(mid), attr] for mid, attr in props] == written[key]
+        rec = json.loads(gzip.decompress(base64.b64decode(packed)))
+        assert [[order.index(mid), attr] for mid, attr in rec["props"]] == placed[key]
+        # The properties written beside the pages, in their order. The order lists each property
+        # where it first changed: a measured time (node 03's prefill time, walked again here) may
+        # first change at another state in another walk, so its place in the order is left aside.
+        measured = {tuple(placed[key][k]) for k in range(len(placed[key]))
+                    if any(MEASURED.search(str(rec["values"][row[k]]))
+                           for rows in rec["branches"].values() for row in rows)}
+        assert sorted(map(tuple, placed[key])) == sorted(map(tuple, written[key]))
+        assert [p for p in placed[key] if tuple(p) not in measured] == \
+               [p for p in written[key] if tuple(p) not in measured]
+        assert len(measured) <= (1 if key == "radix" else 0)
 
 
 def test_a_question_is_run_by_the_engine_and_answered_with_every_state(service, monkeypatch):

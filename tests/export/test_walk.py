@@ -82,5 +82,8 @@ def test_a_walk_without_bokeh_s_validation_records_what_one_with_it_records(monk
     assert validation_on()
     monkeypatch.setattr(record, "validate", lambda _on: contextlib.nullcontext())
     checked = walk.walk_all(branches, workers=1)["radix"]
-    assert states(*without) == states(*checked) and without[1] == checked[1]
+    # (the same properties; the order lists each where it first changed, and node 03's measured
+    # prefill time may first change at another state in another walk: `states` compares by place)
+    assert states(*without) == states(*checked)
+    assert sorted(map(tuple, without[1])) == sorted(map(tuple, checked[1]))
     assert without[0].steps == checked[0].steps and without[0].links == checked[0].links

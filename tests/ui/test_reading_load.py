@@ -107,6 +107,7 @@ def test_each_node_shows_at_most_one_and_a_quarter_times_the_reference_lessons_w
 def test_opening_a_details_toggle_shows_more_words_and_the_keyboard_opens_it(page, lesson_url):
     page.goto(f"{lesson_url}?node=fragmentation")
     page.locator(".kv-keyboard").wait_for(state="attached")
+    settled(page)  # (a card drawn again after the summary is focused would take the focus with it)
     before = len(node_words(page)["fragmentation"])
     counts = page.locator('.kv-metric[data-label="IN USE"] .kv-counts')
     expect(counts).to_be_hidden()
