@@ -241,4 +241,3 @@ def _walk(state: Any, branches: dict[str, Setup], link: Callable[[Any], str], ro
         links[key] = link(state)
         at = rows.walk_back(state)
         spans[key] = (at, len(rows.rows))
-
