@@ -76,7 +76,7 @@ nginx:
 	@command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || { \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null \
 			&& { ! command -v systemctl >/dev/null 2>&1 || systemctl disable --now nginx >/dev/null 2>&1 || true; }; \
-		else echo "make class needs Debian's nginx: sudo apt-get install -y nginx" >&2; exit 1; fi; }
+		else echo "make class (and its tests) need Debian's nginx: sudo apt-get install -y nginx" >&2; exit 1; fi; }
 
 # make export: the lesson as static pages that replay the real engine with no server (kvviz/export):
 # SITE (default: site/) gets index.html and one page per node; LIVE_URL, if set, is linked from them.
@@ -120,7 +120,7 @@ postgres:
 # starts once), of the one vLLM server, of the one exported site (tests/conftest.py), the longest
 # groups queued first (tests/conftest.py's LONGEST_GROUPS: xdist would queue them by their size).
 TEST_WORKERS ?= 2
-test: $(VENV)/.test-installed chromium nodejs postgres compiler vllm-test-setup
+test: $(VENV)/.test-installed chromium nodejs nginx postgres compiler vllm-test-setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 

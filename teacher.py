@@ -21,8 +21,8 @@ pn.extension(notifications=False)
 pn.config.css_files = [CSS_URL]
 
 # (with several backends, `make class`, each holds the questions its own students typed)
-BACKENDS_NOTE = ("With several servers (make class), these are the questions asked on the one this page "
-                 "reached; each server holds its own students'." if os.environ.get("KVVIZ_BACKENDS")
+BACKENDS_NOTE = ("With several servers (make class), these are the questions answered by the one this page "
+                 "reached; each question goes to the least busy server." if os.environ.get("KVVIZ_BACKENDS")
                  else ONE_SERVER)
 TeacherPage(outline=OUTLINE, projector=[lambda: ClassTreeView(backends_note=BACKENDS_NOTE)]).servable(
     title="Your class · Managing the KV cache")

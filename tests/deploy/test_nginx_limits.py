@@ -78,7 +78,7 @@ def test_the_live_questions_and_hand_ins_are_limited_per_address_as_the_backends
     live = location(main, "= /lesson-live")
     burst = throttle.LIVE_BURST
     assert f"limit_req zone=kvviz_live burst={burst - 1 + class_nginx.LIVE_QUEUE} delay={burst - 1};" in live
-    assert "error_page 429 = @kvviz_slow_down;" in live and "proxy_pass http://kvviz_backends;" in live
+    assert "error_page 429 = @kvviz_slow_down;" in live and "proxy_pass http://kvviz_answers;" in live
     assert "limit_req zone=kvviz_handin" in location(main, "= /lesson-handin")
     # nginx's own refusal says what a backend's says, as JSON the page reads
     said = location(main, "@kvviz_slow_down")  # (up to the JSON's first brace)
@@ -173,3 +173,64 @@ def test_nginx_answers_a_flood_429_with_the_sentence_and_passes_nothing_refused_
     # (the refused: never passed on)
     assert sum(1 for p in StandIn.seen if p.startswith("/lesson-live")) == answered
     assert any(p[0] == 429 and p[2]["message"] == throttle.SLOW_DOWN_HANDIN for p in posts)
+
+
+class SlowStandIn(BaseHTTPRequestHandler):
+    """A backend that takes a while over each answer and notes which of the stand-ins answered."""
+    seen: list[int] = []
+    protocol_version = "HTTP/1.0"
+
+    def do_GET(self) -> None:
+        SlowStandIn.seen.append(self.server.server_address[1])
+        time.sleep(0.4)  # (an answer being computed: its request holds a connection meanwhile)
+        body = b'{"ok": true}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@needs_nginx
+def test_questions_typed_at_once_from_one_address_queue_on_every_backend(tmp_path):
+    """A page is kept on its backend by address; a live answer goes to the backend with the fewest
+    in hand: 8 questions at once from one address (one classroom's worth behind a NAT, or one
+    backend's hash share) are answered by both backends, not queued on the one the address
+    hashes to."""
+    backends = [ThreadingHTTPServer(("127.0.0.1", free_port()), SlowStandIn) for _ in range(2)]
+    for b in backends:
+        threading.Thread(target=b.serve_forever, daemon=True).start()
+    port = free_port()
+    ports = [b.server_address[1] for b in backends]
+    main, proxy = class_nginx.nginx_config(tmp_path, "127.0.0.1", port, ports, ROOT, status_port=free_port(),
+                                            environ={"KVVIZ_LIVE_RATE": "0"})
+    assert "proxy_pass http://kvviz_answers;" in location(main, "= /lesson-live")
+    assert "proxy_pass http://kvviz_backends;" in location(main, "= /app")  # (a page stays by address)
+    (tmp_path / "nginx.conf").write_text(main)
+    (tmp_path / "proxy.conf").write_text(proxy)
+    base = [NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"), "-e",
+            str(tmp_path / "nginx-error.log")]
+    nginx = subprocess.Popen([*base, "-g", "daemon off;"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    SlowStandIn.seen = []
+    try:
+        deadline = time.monotonic() + 30
+        while not class_network.port_open(port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{port}/lesson-live?node=radix&q="
+        threads = [threading.Thread(target=_send, args=(f"{url}{i}",)) for i in range(8)]
+        for t in threads:
+            t.start()
+            time.sleep(0.02)  # (each arrives while the earlier ones are still being answered)
+        for t in threads:
+            t.join(timeout=30)
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=30)
+        for b in backends:
+            b.shutdown()
+    counts = sorted(SlowStandIn.seen.count(p) for p in ports)
+    assert sum(counts) == 8 and counts[0] >= 3, counts

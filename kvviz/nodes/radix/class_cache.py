@@ -10,7 +10,7 @@ answers are released first (their blocks idle cache, evicted least recently used
 on the engine; the teacher page draws `snapshot()` with node 03's own tree figure.
 
 One per server process (`class_cache()`): with several backends (`make class`), each holds the questions
-its own students typed, and the teacher page says so.
+it answered (nginx sends each to the least busy backend), and the teacher page says so.
 """
 
 from __future__ import annotations
