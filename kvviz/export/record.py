@@ -187,21 +187,36 @@ class Rows:
         self.rows.append([self.intern(now[p]) for p in self.order])
         self.steps.append(step)
 
-    def walk_back(self, state: Any, start: int = 0) -> int:
+    def walk_back(self, state: Any, start: int = 0, joins: tuple[int, int] | None = None) -> int:
         """Read `state` now and at every engine step back to `start`; returns the first row's index.
         (The states' snapshots that the memo lacks are made first, in one run forward: see
-        `Timeline.keep_snapshots`.)"""
+        `Timeline.keep_snapshots`.)
+
+        `joins`: the rows (first, end) of a branch read before, whose history this one continues (a
+        key action taken at its end). From the first step back at which this state reads exactly
+        as that branch's did at the same step, the states before are that branch's: its rows are
+        copied rather than drawn again."""
         for timeline in getattr(state, "timelines", ()):
             timeline.keep_snapshots(start)
         at = len(self.rows)
+        earlier = {self.steps[i]: i for i in range(*joins)} if joins is not None else {}
         self.visit(state.step_count)
-        while state.step_count > start and state.step_back():
+        while state.step_count > start:
+            same = earlier.get(self.steps[-1])
+            if same is not None and self.rows[same] == self.rows[-1]:
+                for i in range(same + 1, joins[1] if joins else 0):  # (its states before, going back)
+                    self.rows.append(list(self.rows[i]))
+                    self.steps.append(self.steps[i])
+                break
+            if not state.step_back():
+                break
             self.visit(state.step_count)
         return at
 
 
 def record(doc: Document, state: Any, branches: dict[str, Setup], reset: Callable[[], None],
-           link: Callable[[Any], str] = lambda _state: "", now: dict[Prop, Any] | None = None) -> Recording:
+           link: Callable[[Any], str] = lambda _state: "", now: dict[Prop, Any] | None = None,
+           continues: dict[str, str] | None = None) -> Recording:
     """Record `state`'s `branches` as seen in `doc` (which holds the node's view); `reset()`
     puts the page back at its default state afterwards (the page is saved from there).
     `link(state)`: the live lesson's query for a state, kept for each branch's settled end (the
@@ -210,6 +225,8 @@ def record(doc: Document, state: Any, branches: dict[str, Setup], reset: Callabl
     Each branch is put at its settled end (`setup`), then read back one engine step at a time to
     its start (`Rows.walk_back`: the same reading as a live answer's, kvviz/serve/live.py).
     `now`: `initial_values` of every model of `doc`, when the caller has just read them.
+    `continues`: branch -> the branch whose history it continues (the recipe's key actions): where
+    its states read as that one's, read before, they are that one's (`Rows.walk_back`'s `joins`).
 
     Bokeh does not validate the values the views set meanwhile (`validate(False)`: a check
     only, which converts none of the views' values; the same values are checked wherever the
@@ -222,7 +239,7 @@ def record(doc: Document, state: Any, branches: dict[str, Setup], reset: Callabl
     spans: dict[str, tuple[int, int]] = {}
     try:
         with validate(False):
-            _walk(state, branches, link, rows, links, spans)
+            _walk(state, branches, link, rows, links, spans, continues or {})
     finally:
         reader.close()
     rec = Recording(props=[list(p) for p in rows.order], values=stored.values, links=links)
@@ -234,10 +251,10 @@ def record(doc: Document, state: Any, branches: dict[str, Setup], reset: Callabl
 
 
 def _walk(state: Any, branches: dict[str, Setup], link: Callable[[Any], str], rows: Rows,
-          links: dict[str, str], spans: dict[str, tuple[int, int]]) -> None:
+          links: dict[str, str], spans: dict[str, tuple[int, int]], continues: dict[str, str]) -> None:
     for key, setup in branches.items():
         with eager_snapshots():  # (so that stepping back reads each state's snapshot, kept on the way)
             setup(state)
         links[key] = link(state)
-        at = rows.walk_back(state)
+        at = rows.walk_back(state, joins=spans.get(continues.get(key, "")))
         spans[key] = (at, len(rows.rows))

@@ -86,7 +86,8 @@ class _Worker:
         before = {f"{place[mid]}.{attr}": v for (mid, attr), v in now.items() if mid in place}
         with page_config():
             rec = record(doc, state, {name: recipe.branches[name] for name in piece.branches}, reset,
-                         state_link(piece.key), now)
+                         state_link(piece.key), now,
+                         continues={b: a for b, (a, _act) in recipe.key_actions.items()})
         changed = {f"{place[mid]}.{attr}" for mid, attr in rec.props}
         return {"props": [[place[mid], attr] for mid, attr in rec.props], "values": rec.values,
                 "branches": rec.branches, "steps": rec.steps, "links": rec.links,

@@ -44,6 +44,32 @@ def test_join_fills_a_property_a_piece_never_changed_with_its_value_before():
 
 
 @pytest.mark.slow
+def test_a_branch_that_continues_another_copies_its_states_and_reads_the_same(monkeypatch):
+    """Node 01's "R2 freed" branch continues its length's branch (a key action at its end): walked
+    in one piece with it, its states before the free are that branch's, copied, not drawn again;
+    walked apart, every one is drawn. Both read the same, state by state."""
+    from kvviz.export.record import Rows
+
+    drawn: list[int] = []
+    visit = Rows.visit
+    monkeypatch.setattr(Rows, "visit", lambda self, step: (drawn.append(step), visit(self, step))[1])
+    # (node 02's second request continues its first, but every state reads otherwise: none copied)
+    branches = {"fragmentation": ["r5f0", "r5f1", "r12f0", "r12f1"], "paging": ["a0", "a1"]}
+    monkeypatch.setitem(walk.PIECE, "fragmentation", 4)
+    monkeypatch.setitem(walk.PIECE, "paging", 2)
+    joined = walk.walk_all(branches, workers=1)
+    drawn_joined, drawn[:] = len(drawn), []
+    monkeypatch.setitem(walk.PIECE, "fragmentation", 1)
+    monkeypatch.setitem(walk.PIECE, "paging", 1)
+    apart = walk.walk_all(branches, workers=1)
+    for key in branches:
+        assert states(*joined[key]) == states(*apart[key]), key
+        assert joined[key][0].steps == apart[key][0].steps and joined[key][0].links == apart[key][0].links
+    total = sum(len(rows) for key in branches for rows in apart[key][0].branches.values())
+    assert len(drawn) == total and drawn_joined < total - 50, (drawn_joined, total)
+
+
+@pytest.mark.slow
 def test_a_node_walked_in_pieces_on_two_workers_is_the_same_as_one_walk(monkeypatch):
     branches = {"radix": ["s0", "s1"]}
     monkeypatch.setitem(walk.PIECE, "radix", 2)
