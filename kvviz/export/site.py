@@ -18,9 +18,11 @@ import datetime
 import gzip
 import html
 import json
+import queue
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -300,7 +302,44 @@ def write_page(doc: Document, scripts: list[str], path: Path, title: str) -> Non
     path.write_text(text, encoding="utf-8")
 
 
-Progress = Callable[[str, int, int], None]  # (what is being recorded now, pages done, pages in all)
+Progress = Callable[[str, int, int], None]  # (what is being recorded now, parts done, parts in all)
+
+
+class _Told:
+    """An export's progress, told from the thread that waits for the walks (pieces walked) and
+    from the one that writes the pages (pages written): their sum is what is done."""
+
+    def __init__(self, progress: Progress, total: int):
+        self.progress, self.total = progress, total
+        self.pieces, self.pages, self.what = 0, 0, "the nodes' states"
+
+    def tell(self, pieces: int | None = None, pages: int | None = None, what: str | None = None) -> None:
+        self.pieces = self.pieces if pieces is None else pieces
+        self.pages = self.pages if pages is None else pages
+        self.what = self.what if what is None else what
+        self.progress(self.what, self.pieces + self.pages, self.total)
+
+
+def _as_walked(nodes: list[Any], needless: set[str], walked: dict[str, Walked],
+               ready: queue.Queue[tuple[str, walk.Walk | None]],
+               walking: Future[dict[str, walk.Walk]] | None) -> Iterator[Any]:
+    """`nodes`, each as soon as its walk is in `walked`: those that need none (`needless`: walked
+    already, or with no recipe) first, then the others as `ready` names them (put into `walked`
+    here). A walk's error is raised here."""
+    waited = [n for n in nodes if n.key not in needless]
+    yield from (n for n in nodes if n.key in needless)
+    while waited:
+        try:
+            key, made = ready.get(timeout=1)
+        except queue.Empty:
+            if walking is not None and walking.done():
+                walking.result()  # (a worker's error)
+                raise RuntimeError("the walks ended without every node") from None
+            continue
+        if made is not None:
+            walked[key] = Walked(made[0], made[1], None)
+        yield from (n for n in waited if n.key == key)
+        waited = [n for n in waited if n.key != key]
 
 
 def export(out: Path, live_url: str | None = None, only: list[str] | None = None, served: bool = False,
@@ -330,27 +369,40 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     frames: dict[str, list[Any]] = {}  # node -> its recorded properties (build_page)
     # (Explain it back's self-checks per run: made once, for every page that holds it)
     wanted = not only or (not served and "explain" in only)
-    if wanted and explained is None:
-        explained = checks.meta(Lesson({}).states, recipes())
     # (walked: node -> its walk, made for its own page and reused by index.html, or given)
     # (served: explain is in index.html only)
     nodes = [n for n in [*recorded, *([] if served else [BY_KEY["explain"]])] if not only or n.key in only]
-    # (every node's states, walked on every core before any page is written: kvviz/export/walk.py)
+    # (every node's states, walked on every core: kvviz/export/walk.py. Meanwhile this process, which
+    # only waits for the workers, makes the self-checks, then each node's page as soon as its walk
+    # is done)
     plan = recipes()
     unwalked = {n.key: list(plan[n.key].branches) for n in nodes if n.key in plan and n.key not in walked}
     parts = len(walk.pieces(unwalked)) if unwalked else 0
     total = parts + len(nodes) + (0 if only else 1)
-    if unwalked:
-        progress("the nodes' states", 0, total)
-        walks_made = walk.walk_all(unwalked,
-                                   on_done=lambda done, _all: progress("the nodes' states", done, total))
-        walked.update({key: Walked(rec, places, None) for key, (rec, places) in walks_made.items()})
-    for done, node in enumerate(nodes, start=parts):
-        progress(f"node {node.number} · {node.title}", done, total)
-        doc, scripts, placed = build_page([node.key], live_url, facts, served, walked, explained)
-        frames.update(placed)
+    ready: queue.Queue[tuple[str, walk.Walk | None]] = queue.Queue()
+    told = _Told(progress, total)  # (from both threads)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-walks") as waiting:
+        walking = None
+        if unwalked:
+            told.tell()
+            walking = waiting.submit(walk.walk_all, unwalked, on_done=lambda n, _all: told.tell(pieces=n),
+                                     on_node=lambda key, made: ready.put((key, made)))
+        if wanted and explained is None:
+            explained = checks.meta(Lesson({}).states, recipes())
+        placed_by: dict[str, dict[str, list[Any]]] = {}
+        needless = set(walked) | (set(BY_KEY) - set(plan))
+        for node in _as_walked(nodes, needless, walked, ready, walking):
+            told.tell(what=f"node {node.number} · {node.title}")
+            doc, scripts, placed_by[node.key] = build_page([node.key], live_url, facts, served, walked,
+                                                           explained)
+            write_page(doc, scripts, out / f"{node.key}.html",
+                       f"{page_text.TITLE} · {node.title} (recording)")
+            still = walking is not None and not walking.done()
+            told.tell(pages=told.pages + 1, what="the nodes' states" if still else told.what)
+    for node in nodes:  # (in the lesson's order, however the walks finished)
+        frames.update(placed_by[node.key])
         pages.append(out / f"{node.key}.html")
-        write_page(doc, scripts, pages[-1], f"{page_text.TITLE} · {node.title} (recording)")
     if not only:
         progress("the whole lesson's page", parts + len(nodes), total)
         doc, scripts, _placed = build_page([*(n.key for n in recorded), "explain"], live_url, facts, served,

@@ -151,29 +151,40 @@ def procs() -> int:
     return max(1, int(wanted)) if wanted.isdigit() else max(1, os.cpu_count() or 1)
 
 
+Walk = tuple[Recording, list[list[Any]]]  # a node's walk: the recording, its properties' places
+
+
 def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], None] = lambda d, t: None,
-             workers: int | None = None) -> dict[str, tuple[Recording, list[list[Any]]]]:
+             workers: int | None = None,
+             on_node: Callable[[str, Walk], None] = lambda key, w: None) -> dict[str, Walk]:
     """Every node's walk (`branches_of`: node -> its branches, in order), made by `workers`
-    processes (default `procs()`; started by `_context()`); `on_done(done, total)` after each piece. Returns
-    node -> (recording, its places), as `join` makes them."""
+    processes (default `procs()`; started by `_context()`); `on_done(done, total)` after each piece,
+    `on_node(node, its walk)` as soon as a node's pieces are all done (a caller in another thread
+    can use it meanwhile). Returns node -> (recording, its places), as `join` makes them."""
     todo = pieces(branches_of)
     workers = min(workers or procs(), len(todo))
     done: dict[int, dict[str, Any]] = {}
+    out: dict[str, Walk] = {}
+
+    def finished(i: int, walked: dict[str, Any]) -> None:
+        done[i] = walked
+        on_done(len(done), len(todo))
+        key = todo[i].key
+        mine = [j for j, p in enumerate(todo) if p.key == key]
+        if all(j in done for j in mine):
+            out[key] = join([done[j] for j in mine])
+            on_node(key, out[key])
+
     if workers <= 1:
         for i, piece in enumerate(todo):
-            done[i] = walk_piece(piece)
-            on_done(len(done), len(todo))
+            finished(i, walk_piece(piece))
     else:
         with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
             # (the last pieces first: a node's later branches are its longer ones)
             running: dict[Future[dict[str, Any]], int] = {
                 pool.submit(walk_piece, todo[i]): i for i in reversed(range(len(todo)))}
             while running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    done[running.pop(future)] = future.result()
-                    on_done(len(done), len(todo))
-    out = {}
-    for key in branches_of:
-        out[key] = join([done[i] for i, p in enumerate(todo) if p.key == key])
-    return out
+                ready, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in ready:
+                    finished(running.pop(future), future.result())
+    return {key: out[key] for key in branches_of}
