@@ -1,8 +1,8 @@
 """A class on the served lesson as students open it: the browser plays the recordings, the server
 runs only what is new (docs/benchmarks.md, "A class of 120 on the recorded lesson").
 
-    python -m benchmarks.classroom [--students 120] [--arrive-s 20] [--typers 12] [--backends 2]
-                                   [--probes 2] [--fresh] [--clients-nice N] [--handin-s 10]
+    python -m benchmarks.classroom [--students 120] [--arrive-s 20] [--typers 12] [--enter-within S]
+                                   [--backends 2] [--probes 2] [--fresh] [--clients-nice N] [--handin-s 10]
                                    [--flood RATE [--flood-s 10]] [--port 5390] [--json PATH]
     python -m benchmarks.classroom --students 0 --typers 0 --probes 1     # one student alone
 
@@ -11,7 +11,8 @@ loopback at PORT, or uses the one running there (its state file says so), and me
 seconds until the recorded lesson is ready (`--fresh`: in an empty cache) and each backend has
 readied its engine; 2. STUDENTS, each from its own loopback address, spread over ARRIVE_S, open `/`
 as a first visit does (every script and stylesheet, nothing cached): the ready page, busy pages
-(503); 3. TYPERS of them ask a question no recording holds, timed to the whole answer (and its
+(503); 3. TYPERS of them ask a question no recording holds (each its own; `--enter-within S`: all
+of them within S seconds, at the teacher's word), timed to the whole answer (and its
 `Server-Timing`: wait, compute); 4. PROBES Chromium pages act meanwhile (probes.py); 5. every
 student hands in within HANDIN_S, then the store is read (0 lost, 0 doubled); 6. the backends' CPU
 while the class arrives, their memory before and after. `--flood RATE`: one more address sends
@@ -46,6 +47,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--students", type=int, default=120)
     ap.add_argument("--arrive-s", type=float, default=20.0)
     ap.add_argument("--typers", type=int, default=12)
+    ap.add_argument("--enter-within", type=float, default=None, metavar="S",
+                    help="the typers press Enter together, within S s once the class is in (default: "
+                         "each reads 1-5 s after arriving, then types)")
     ap.add_argument("--backends", type=int, default=2)
     ap.add_argument("--probes", type=int, default=2, help="Chromium pages that act meanwhile (0: none)")
     ap.add_argument("--port", type=int, default=5390, help="nginx's port (the backends take the next ones)")
@@ -79,7 +83,7 @@ def the_class(a: argparse.Namespace, after: int, result: dict) -> tuple[list, li
     """The class comes in (2 s from now): the crowd, the typers (apart with --clients-nice), the
     Chromium probes and the flood, all at once; (visits, live answers, probes)."""
     start_at = time.time() + 2.0
-    args = ("127.0.0.1", a.port, a.students, a.arrive_s, a.typers, after, start_at)
+    args = ("127.0.0.1", a.port, a.students, a.arrive_s, a.typers, after, start_at, a.enter_within)
     typers_out = None
     if a.clients_nice:
         ctx = multiprocessing.get_context("fork")  # (before any thread of ours starts)

@@ -29,6 +29,21 @@ HANDIN = {"predictions": [{"node": "radix", "question": "With sharing on, how ma
           "answer": "Paging borrows virtual memory's pages; sharing borrows shared pages.", "query": ""}
 
 
+# Past the first 12: every typer a question of its own (a question asked twice is answered once)
+TEMPLATES = ["Why does {} matter?", "How big is {}?", "When does {} fill?", "Where does {} live?",
+             "Can {} be shared?", "How is {} stored?", "Why cache {}?", "What limits {}?", "Who reads {}?"]
+TOPICS = ["a page", "a block", "the prefix", "the cache", "a token", "eviction", "prefill", "decode",
+          "a radix tree", "the pool", "a request", "the KV cache"]
+
+
+def question(k: int) -> str:
+    """The k-th typer's question: the 12 QUESTIONS, then TEMPLATES x TOPICS (120 distinct in all)."""
+    if k < len(QUESTIONS):
+        return QUESTIONS[k]
+    k -= len(QUESTIONS)
+    return TEMPLATES[k // len(TOPICS) % len(TEMPLATES)].format(TOPICS[k % len(TOPICS)])
+
+
 def live_path(question: str, after: int) -> str:
     q = [("node", "radix"), ("sharing", "1"), ("op", f"ask:{question}"), ("from", str(after))]
     return f"/lesson-live?{urllib.parse.urlencode(q)}"
@@ -54,7 +69,7 @@ async def first_visit(host: str, port: int, source: str) -> dict:
 async def live_question(host: str, port: int, k: int, source: str, after: int) -> dict:
     t0 = time.perf_counter()
     try:
-        path = live_path(QUESTIONS[k % len(QUESTIONS)], after)
+        path = live_path(question(k), after)
         status, headers, body = await http_get(host, port, path, source)
         answer = json.loads(body)
     except (TimeoutError, OSError, ValueError) as e:
@@ -68,21 +83,27 @@ async def live_question(host: str, port: int, k: int, source: str, after: int) -
 
 
 async def crowd(host: str, port: int, students: int, arrive_s: float, typers: int,
-                after: int, start_at: float, part: str = "all") -> tuple[list, list]:
+                after: int, start_at: float, enter_within: float | None = None,
+                part: str = "all") -> tuple[list, list]:
     """The class arriving from the wall-clock time `start_at`: every student (`part` "all"), only
-    the TYPERS ("typers") or only the others ("others"), the same students and times in each."""
+    the TYPERS ("typers") or only the others ("others"), the same students and times in each. A
+    typer reads 1-5 s after arriving, then types; with `enter_within`, the typers press Enter
+    together, within that many seconds from 1 s after the last arrival (the teacher's word)."""
     rng = random.Random(7)
     arrivals = sorted(rng.uniform(0, arrive_s) for _ in range(students))
     typing = {i: k for k, i in enumerate(rng.sample(range(students), min(typers, students)))}
     reads = {i: rng.uniform(1, 5) for i in sorted(typing)}  # (reads, then types)
+    if enter_within is not None:
+        word = arrive_s + 1.0
+        reads = {i: word + rng.uniform(0, enter_within) - arrivals[i] for i in sorted(typing)}
     mine = [i for i in range(students) if part == "all" or (i in typing) == (part == "typers")]
 
     async def one(i: int):
         await asyncio.sleep(max(0.0, start_at + arrivals[i] - time.time()))
         visit = await first_visit(host, port, source_address(i))
         live = None
-        if i in typing:
-            await asyncio.sleep(reads[i])
+        if i in typing:  # (reads[i]: from its arrival)
+            await asyncio.sleep(max(0.0, start_at + arrivals[i] + reads[i] - time.time()))
             live = await live_question(host, port, typing[i], source_address(i), after)
         return visit, live
 
