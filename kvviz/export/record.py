@@ -81,12 +81,15 @@ class Values:
         return self._index[text]
 
 
+_AS_IS = {str, int, bool, type(None)}  # (encoded as themselves; a float may not be finite)
+
+
 def encode(value: Any) -> Any:
     """A property value as JSON the player can decode: arrays as {"nd": kind, "v": [...]} with
     NaN as null, floats that are not finite as {"f": "nan"|"inf"|"-inf"}."""
     if isinstance(value, np.ndarray):
         items = value.tolist()
-        if value.dtype.kind == "f":
+        if value.dtype.kind == "f" and np.isnan(value).any():
             items = [None if math.isnan(x) else x for x in items]
         return {"nd": value.dtype.kind, "v": items}
     if isinstance(value, float) and not math.isfinite(value):
@@ -94,6 +97,8 @@ def encode(value: Any) -> Any:
     if isinstance(value, dict):
         return {"map": {str(k): encode(v) for k, v in value.items()}}
     if isinstance(value, list | tuple):
+        if all(type(v) in _AS_IS for v in value):  # (a column of strings or whole numbers: as it is)
+            return list(value)
         return [encode(v) for v in value]
     if value is None or isinstance(value, str | int | float | bool):
         return value
