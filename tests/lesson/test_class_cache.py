@@ -54,3 +54,45 @@ def test_the_projector_view_waits_for_a_question_then_draws_the_tree_and_cards()
     labels = list(view.tree.nodes.data["text"])
     assert any("<b>bold</b>" in str(t) for t in labels)  # (a Bokeh text glyph: plain text, never HTML)
     view.refresh()  # (nothing new: nothing redrawn)
+
+
+def test_questions_asked_together_run_together_and_a_full_pool_keeps_the_newest():
+    cache = ClassCache(seats=3)
+    asked = ["one?", "two?", "one?", "  ", "three?", "four?", "five?"]
+    assert cache.ask_all(asked) == 5  # (a repeat and an empty one: nothing)
+    assert cache.asked == 5
+    requests = cache.snapshot().requests
+    kept = [r.prompt.split("Q: ")[-1].split("\n")[0] for r in requests if r.status == "finished"]
+    assert kept[-1] == "five?" and "one?" not in kept  # (the oldest released for the newest)
+    assert all(r.status in ("finished", "released") for r in requests)  # (every one ran to its end)
+    m = cache.snapshot().metrics
+    assert m.blocks_without_sharing - m.blocks_stored == SYSTEM_PROMPT_BLOCKS * (len(kept) - 1)
+    assert cache.ask_all(["five?", "six?"]) == 1
+
+
+def test_the_server_asks_the_class_cache_once_no_answer_waits(monkeypatch):
+    """A class that pressed Enter together: their questions go to the projector's cache in one
+    batch, after the last of their answers, never in between them (kvviz/serve/routes.py)."""
+    from kvviz.serve import routes
+
+    submitted: list = []
+    stub = type("Stub", (), {"submit": lambda self, f: submitted.append(f)})
+    monkeypatch.setattr(routes, "ANSWERING", stub())
+    runs: list[list[str]] = []
+    monkeypatch.setattr(routes, "class_cache",
+                        lambda: type("Cache", (), {"ask_all": lambda self, qs: runs.append(list(qs))})())
+    questions = routes._ClassQuestions()
+    questions.waiting = 2  # (two more answers asked of the answering thread)
+    questions.answered("a?")
+    questions.waiting = 1
+    questions.answered(None)  # (an answer that asked nothing of node 03)
+    assert submitted == []
+    questions.waiting = 0
+    questions.answered("b?")
+    assert len(submitted) == 1
+    submitted[0]()
+    assert runs == [["a?", "b?"]] and questions.pending == []
+    questions.waiting = 5
+    for k in range(questions.BATCH):
+        questions.answered(f"q{k}?")
+    assert len(submitted) == 2  # (a full batch goes even while answers wait)

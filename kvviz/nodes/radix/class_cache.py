@@ -2,8 +2,10 @@
 with prefix sharing, as a serving engine would hold a class's requests (issue: the teacher's
 projector shows "the class's radix tree").
 
-Each question answered live in node 03 (kvviz/serve/routes.py, on the server's answering thread)
-is also asked here: the system prompt's blocks are stored once, each question adds its own branch.
+Each question answered live in node 03 is also asked here (kvviz/serve/routes.py, on the server's
+answering thread once no student's answer waits: the questions of a class that pressed Enter
+together are run together, `ask_all`, as a serving engine batches them): the system prompt's blocks
+are stored once, each question adds its own branch.
 Its answer stays in the cache (a finished, unreleased request: counted in BLOCKS STORED and vs NO
 SHARING as node 03 counts its four); when the pool cannot take one more question, the oldest
 answers are released first (their blocks idle cache, evicted least recently used). Plain Python
@@ -23,6 +25,7 @@ from kvviz.nodes.scenario_base import BLOCK_SIZE, WEIGHTS
 
 SEATS = 120  # questions held at once before the oldest answers are released
 MAX_QUESTION = 200  # characters (node 03's box takes no more)
+BATCH = 8  # questions run together at most (fewer when the pool holds fewer)
 
 
 class ClassCache:
@@ -41,23 +44,41 @@ class ClassCache:
     def ask(self, question: str) -> bool:
         """Add a student's question (run to the end of its answer); False when it is here already
         or empty. Releases the oldest answers first when the pool could not take it."""
-        question = " ".join(question.split())[:MAX_QUESTION]
+        return self.ask_all([question]) == 1
+
+    def ask_all(self, questions: list[str]) -> int:
+        """Add several students' questions at once and run them together, as a serving engine
+        batches the requests that arrive together (one decode step for all of them); returns how
+        many were new. Releases the oldest answers first when the pool could not take them all."""
+        new: list[str] = []
         with self._lock:
-            if not question or question in self._questions:
-                return False
-        prompt, max_new = RadixScenario.request_for(question)
-        need = -(-(len(prompt.encode()) + max_new) // BLOCK_SIZE)
+            for q in questions:
+                q = " ".join(q.split())[:MAX_QUESTION]
+                if q and q not in self._questions and q not in new:
+                    new.append(q)
+        if not new:
+            return 0
+        seats = (self.blocks - SYSTEM_PROMPT_BLOCKS) // (UNIQUE_BLOCKS + 1)
+        batch = max(1, min(BATCH, seats))
+        for at in range(0, len(new), batch):
+            self._run([RadixScenario.request_for(q) for q in new[at:at + batch]])
+            with self._lock:
+                self._questions.update(new[at:at + batch])
+                self.asked += len(new[at:at + batch])
+                self._snapshot = self.engine.snapshot()
+        return len(new)
+
+    def _run(self, requests: list[tuple[str, int]]) -> None:
+        """Add these (prompt, max_new) requests, released answers making room, and run them together
+        to the end of their answers."""
+        need = sum(-(-(len(prompt.encode()) + max_new) // BLOCK_SIZE) for prompt, max_new in requests)
         engine = self.engine
         while engine.snapshot().metrics.blocks_free < need and self._release_oldest():
             pass
-        engine.add_request(prompt, max_new)
+        for prompt, max_new in requests:
+            engine.add_request(prompt, max_new)
         while engine.step():
             pass
-        with self._lock:
-            self._questions.add(question)
-            self.asked += 1
-            self._snapshot = engine.snapshot()
-        return True
 
     def _release_oldest(self) -> bool:
         done = [r for r in self.engine.snapshot().requests if r.status == "finished"]
