@@ -2,9 +2,10 @@
 #   make lesson   set up (first time) and serve the lesson at http://localhost:5006/ and the
 #                 teacher page at /teacher (its passphrase is printed at start): `kvviz lesson`
 #   make test     set up (first time) and run every test, browser tests included
-# Both create a virtual environment in .venv; nothing is installed system-wide except
-# Debian's Chromium for the browser tests and Debian's PostgreSQL for the hand-in storage tests
-# (installed with apt-get when missing, as root).
+# Both create a virtual environment in .venv; nothing is installed system-wide except Debian's
+# gcc (the engine's native kernels) and, for the tests, Debian's Chromium (browser tests), Node.js
+# (JavaScript checks), nginx (the class server's tests) and PostgreSQL (hand-in storage tests):
+# installed with apt-get when missing, as root.
 
 PYTHON ?= python3
 VENV ?= .venv
