@@ -17,12 +17,13 @@ import base64
 import datetime
 import gzip
 import html
+import itertools
 import json
 import queue
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -320,28 +321,6 @@ class _Told:
         self.progress(self.what, self.pieces + self.pages, self.total)
 
 
-def _as_walked(nodes: list[Any], needless: set[str], walked: dict[str, Walked],
-               ready: queue.Queue[tuple[str, walk.Walk | None]],
-               walking: Future[dict[str, walk.Walk]] | None) -> Iterator[Any]:
-    """`nodes`, each as soon as its walk is in `walked`: those that need none (`needless`: walked
-    already, or with no recipe) first, then the others as `ready` names them (put into `walked`
-    here). A walk's error is raised here."""
-    waited = [n for n in nodes if n.key not in needless]
-    yield from (n for n in nodes if n.key in needless)
-    while waited:
-        try:
-            key, made = ready.get(timeout=1)
-        except queue.Empty:
-            if walking is not None and walking.done():
-                walking.result()  # (a worker's error)
-                raise RuntimeError("the walks ended without every node") from None
-            continue
-        if made is not None:
-            walked[key] = Walked(made[0], made[1], None)
-        yield from (n for n in waited if n.key == key)
-        waited = [n for n in waited if n.key != key]
-
-
 def export(out: Path, live_url: str | None = None, only: list[str] | None = None, served: bool = False,
            walked: dict[str, Walked] | None = None, progress: Progress | None = None,
            explained: dict[str, Any] | None = None) -> list[Path]:
@@ -379,7 +358,7 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     unwalked = {n.key: list(plan[n.key].branches) for n in nodes if n.key in plan and n.key not in walked}
     parts = len(walk.pieces(unwalked)) if unwalked else 0
     total = parts + len(nodes) + (0 if only else 1)
-    ready: queue.Queue[tuple[str, walk.Walk | None]] = queue.Queue()
+    ready: queue.Queue[tuple[str, walk.Walk]] = queue.Queue()
     told = _Told(progress, total)  # (from both threads)
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-walks") as waiting:
@@ -391,8 +370,12 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
         if wanted and explained is None:
             explained = checks.meta(Lesson({}).states, recipes())
         placed_by: dict[str, dict[str, list[Any]]] = {}
-        needless = set(walked) | (set(BY_KEY) - set(plan))
-        for node in _as_walked(nodes, needless, walked, ready, walking):
+        needless = set(walked) | (set(BY_KEY) - set(plan))  # (walked already, or with no recipe)
+        first = [n for n in nodes if n.key in needless]
+        rest = walk.as_walked([n for n in nodes if n not in first], ready, walking) if walking else iter(())
+        for node, made in itertools.chain(((n, None) for n in first), rest):
+            if made is not None:
+                walked[node.key] = Walked(made[0], made[1], None)
             told.tell(what=f"node {node.number} · {node.title}")
             doc, scripts, placed_by[node.key] = build_page([node.key], live_url, facts, served, walked,
                                                            explained)

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable
+import queue
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
@@ -188,3 +189,20 @@ def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], No
                 for future in ready:
                     finished(running.pop(future), future.result())
     return {key: out[key] for key in branches_of}
+
+
+def as_walked(nodes: list[Any], ready: queue.Queue[tuple[str, Walk]],
+              walking: Future[dict[str, Walk]]) -> Iterator[tuple[Any, Walk]]:
+    """Each of `nodes` (anything with a `key`) with its walk, as soon as `ready` has it (`walk_all`'s
+    `on_node` puts them there, from the thread `walking` runs it in); a walk's error is raised here."""
+    waited = list(nodes)
+    while waited:
+        try:
+            key, made = ready.get(timeout=1)
+        except queue.Empty:
+            if walking.done():
+                walking.result()  # (a worker's error)
+                raise RuntimeError("the walks ended without every node") from None
+            continue
+        yield from ((n, made) for n in waited if n.key == key)
+        waited = [n for n in waited if n.key != key]
