@@ -302,11 +302,12 @@ def test_students_address_serves_the_recorded_lesson_from_disk(server):
 
 
 @pytest.mark.timeout(900)
-def test_students_spread_over_the_backends_each_stays_on_one_and_its_questions_run_there(server):
+def test_students_spread_over_the_backends_each_stays_on_one_and_its_questions_run_on_either(server):
     """nginx keeps each student (client address) on one backend (consistent hashing: see
     deploy/README.md for the odds in a small group), both backends take a share of a class, and
-    a student's own question (/lesson-live, what no recording holds) is run by that backend's
-    engine and answered as a branch to play."""
+    a student's own question (/lesson-live, what no recording holds) is run by a backend's engine,
+    the one with the fewest answers in hand (tests/deploy/test_nginx_limits.py), and answered as a
+    branch to play."""
     _s, port, _state = server
     deadline = time.monotonic() + 600
     while True:  # (the question needs the recording: made at the first start)
@@ -330,7 +331,7 @@ def test_students_spread_over_the_backends_each_stays_on_one_and_its_questions_r
     src = sources[0]
     status, by, body = backend("/lesson-live?node=radix&sharing=1&op=ask%3AWhat+is+a+slab%3F", src)
     answer = json.loads(body)
-    assert status == 200 and answer["ok"] and by == first[src]
+    assert status == 200 and answer["ok"] and by in shares  # (either: an answer needs no session)
     assert answer["rows"] and "op=ask%3AWhat+is+a+slab%3F" in answer["link"]
     # where its time went, for a browser's developer tools and benchmarks.classroom
     headers = run_async(http_get("127.0.0.1", port,
