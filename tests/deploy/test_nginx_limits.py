@@ -6,6 +6,7 @@ answering 429 with the page's sentence and `Retry-After` without passing the ref
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -133,6 +135,27 @@ def _send(url: str, post: bool = False) -> tuple[int, dict, dict]:
         return e.code, dict(e.headers), json.loads(e.read())
 
 
+@contextlib.contextmanager
+def running_nginx(tmp_path: Path, main: str, proxy: str, port: int) -> Iterator[None]:
+    """nginx with this configuration (checked by `nginx -t` first), until the block ends."""
+    (tmp_path / "nginx.conf").write_text(main)
+    (tmp_path / "proxy.conf").write_text(proxy)
+    base = [NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"), "-e",
+            str(tmp_path / "nginx-error.log")]
+    checked = subprocess.run([*base, "-t", "-q"], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    nginx = subprocess.Popen([*base, "-g", "daemon off;"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not class_network.port_open(port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=30)
+
+
 @needs_nginx
 def test_nginx_answers_a_flood_429_with_the_sentence_and_passes_nothing_refused_on(tmp_path, monkeypatch):
     backend = ThreadingHTTPServer(("127.0.0.1", free_port()), StandIn)
@@ -144,24 +167,12 @@ def test_nginx_answers_a_flood_429_with_the_sentence_and_passes_nothing_refused_
               "KVVIZ_HANDIN_BURST": "1"}
     main, proxy = class_nginx.nginx_config(tmp_path, "127.0.0.1", port, [backend.server_address[1]], ROOT,
                                             status_port=free_port(), environ=limits)
-    (tmp_path / "nginx.conf").write_text(main)
-    (tmp_path / "proxy.conf").write_text(proxy)
-    base = [NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"), "-e",
-            str(tmp_path / "nginx-error.log")]
-    checked = subprocess.run([*base, "-t", "-q"], capture_output=True, text=True)
-    assert checked.returncode == 0, checked.stderr
-    nginx = subprocess.Popen([*base, "-g", "daemon off;"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
     StandIn.seen = []
     try:
-        deadline = time.monotonic() + 30
-        while not class_network.port_open(port) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        got = [_send(f"http://127.0.0.1:{port}/lesson-live?node=radix&n={i}") for i in range(6)]
-        posts = [_send(f"http://127.0.0.1:{port}/lesson-handin", post=True) for _ in range(6)]
+        with running_nginx(tmp_path, main, proxy, port):
+            got = [_send(f"http://127.0.0.1:{port}/lesson-live?node=radix&n={i}") for i in range(6)]
+            posts = [_send(f"http://127.0.0.1:{port}/lesson-handin", post=True) for _ in range(6)]
     finally:
-        nginx.terminate()
-        nginx.wait(timeout=30)
         backend.shutdown()
     assert got[0][0] == 200
     refused = [g for g in got if g[0] == 429]
@@ -209,27 +220,17 @@ def test_questions_typed_at_once_from_one_address_queue_on_every_backend(tmp_pat
                                             environ={"KVVIZ_LIVE_RATE": "0"})
     assert "proxy_pass http://kvviz_answers;" in location(main, "= /lesson-live")
     assert "proxy_pass http://kvviz_backends;" in location(main, "= /app")  # (a page stays by address)
-    (tmp_path / "nginx.conf").write_text(main)
-    (tmp_path / "proxy.conf").write_text(proxy)
-    base = [NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"), "-e",
-            str(tmp_path / "nginx-error.log")]
-    nginx = subprocess.Popen([*base, "-g", "daemon off;"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
     SlowStandIn.seen = []
     try:
-        deadline = time.monotonic() + 30
-        while not class_network.port_open(port) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        url = f"http://127.0.0.1:{port}/lesson-live?node=radix&q="
-        threads = [threading.Thread(target=_send, args=(f"{url}{i}",)) for i in range(8)]
-        for t in threads:
-            t.start()
-            time.sleep(0.02)  # (each arrives while the earlier ones are still being answered)
-        for t in threads:
-            t.join(timeout=30)
+        with running_nginx(tmp_path, main, proxy, port):
+            url = f"http://127.0.0.1:{port}/lesson-live?node=radix&q="
+            threads = [threading.Thread(target=_send, args=(f"{url}{i}",)) for i in range(8)]
+            for t in threads:
+                t.start()
+                time.sleep(0.02)  # (each arrives while the earlier ones are still being answered)
+            for t in threads:
+                t.join(timeout=30)
     finally:
-        nginx.terminate()
-        nginx.wait(timeout=30)
         for b in backends:
             b.shutdown()
     counts = sorted(SlowStandIn.seen.count(p) for p in ports)
