@@ -14,7 +14,7 @@ import copy
 import itertools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from engine.block_pool import BlockPool
 from engine.config import EngineConfig, ModelConfig
 from engine.events import EventLog
 from engine.model import ForwardBatch, KVPool, Transformer
-from engine.request import Request, Status
+from engine.request import Request, Status, check_request_args
 from engine.scheduler import Scheduler
 from engine.snapshot import (
     BlockState,
@@ -90,18 +90,17 @@ class Engine:
         self._next_id = 1
 
     # -- the public API --------------------------------------------------------------------
-    def add_request(self, prompt: str | bytes, max_new_tokens: int, reserve_blocks: int | None = None) -> int:
-        """Queue a request; returns its id. Raises ValueError (engine unchanged) on bad input."""
+    def add_request(self, prompt: str | bytes, max_new_tokens: int, reserve_blocks: int | None = None, *,
+                    stop_token_ids: Iterable[int] = (), stop_after: int = 1) -> int:
+        """Queue a request; returns its id. Raises ValueError (engine unchanged) on bad input.
+        `stop_token_ids`: a token of these sampled once the reply has `stop_after` tokens (at
+        least 1) ends the reply before it (`Stop.STOP_TOKEN`); else it runs to its budget."""
         ids = self.tokenizer.encode(prompt)
         cfg, bs = self.config, self.config.block_size
         if not ids:
             raise ValueError("the prompt is empty: type at least one character")
-        if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) or max_new_tokens <= 0:
-            raise ValueError(f"max_new_tokens must be a whole number >= 1, got {max_new_tokens!r}")
-        if reserve_blocks is not None and (
-            not isinstance(reserve_blocks, int) or isinstance(reserve_blocks, bool) or reserve_blocks < 1
-        ):
-            raise ValueError(f"reserve_blocks must be a whole number >= 1, got {reserve_blocks!r}")
+        stops = check_request_args(max_new_tokens, reserve_blocks, stop_token_ids, stop_after,
+                                   cfg.model.vocab_size)
         max_len = cfg.model.max_seq_len
         if len(ids) >= max_len:
             raise ValueError(
@@ -118,7 +117,8 @@ class Engine:
         if cfg.policy == "contiguous" and ceil_div(len(ids), bs) > cfg.num_blocks:
             raise ValueError(f"the prompt needs {ceil_div(len(ids), bs)} blocks but the pool has "
                              f"{cfg.num_blocks}")
-        req = Request(self._next_id, ids, max_new_tokens, reserve_blocks)
+        req = Request(self._next_id, ids, max_new_tokens, reserve_blocks, stop_token_ids=stops,
+                      stop_after=stop_after)
         self._next_id += 1
         self.requests[req.request_id] = req
         self.scheduler.add(req)

@@ -203,7 +203,10 @@ class Scheduler:
     def finish_if_done(self, req: Request, max_seq_len: int) -> None:
         why, stop = None, Stop.NONE
         bs = self.pool.block_size
-        if len(req.output_ids) >= req.max_new_tokens:
+        if req.output_ids[-1] in req.stop_token_ids and len(req.output_ids) > req.stop_after:
+            token = req.output_ids.pop()
+            why, stop = f"sampled a stop token ({_shown(token)}), which ends its reply", Stop.STOP_TOKEN
+        elif len(req.output_ids) >= req.max_new_tokens:
             n = req.max_new_tokens
             why, stop = f"generated its {n} new token{'s' if n != 1 else ''}", Stop.BUDGET
         elif req.num_tokens >= max_seq_len:
@@ -257,3 +260,8 @@ class Scheduler:
                                                         if r.status is Status.RUNNING}
         assert all(r.status is Status.RUNNING for r in self.running)
         assert all(r.status is Status.WAITING for r in self.waiting)
+
+
+def _shown(token: int) -> str:
+    """A byte token as a reader sees it: a printable character quoted, else its number."""
+    return repr(chr(token)) if 32 <= token < 127 else f"token {token}"

@@ -120,7 +120,7 @@ class RequestView:
     num_cached: int  # of the prompt, tokens reused from the prefix cache at admission
     num_preemptions: int
     reason: str
-    stop: StopName  # why it finished: '' (not finished), 'budget', 'context' or 'slab_full'
+    stop: StopName  # why it finished: '' (not finished), 'budget', 'stop_token', 'context' or 'slab_full'
     prompt: str
     text: str  # prompt and generation so far
     generated: str

@@ -36,6 +36,8 @@ class Op:
     max_new_tokens: int = 0
     reserve_blocks: int | None = None
     request_id: int = 0
+    stop_token_ids: frozenset[int] = frozenset()
+    stop_after: int = 1
 
 
 CHECKPOINT_EVERY = 32  # operations between checkpoints
@@ -130,7 +132,8 @@ class Timeline:
     def _run(self, op: Op):
         e = self._engine
         if op.kind == "add":
-            return e.add_request(op.prompt, op.max_new_tokens, op.reserve_blocks)
+            return e.add_request(op.prompt, op.max_new_tokens, op.reserve_blocks,
+                                 stop_token_ids=op.stop_token_ids, stop_after=op.stop_after)
         if op.kind == "step":
             return e.step()
         if op.kind == "release":
@@ -161,8 +164,10 @@ class Timeline:
         self._digest = digest
         return known.result
 
-    def add(self, prompt: str, max_new_tokens: int, reserve_blocks: int | None = None) -> int:
-        return self.apply(Op("add", prompt, max_new_tokens, reserve_blocks))
+    def add(self, prompt: str, max_new_tokens: int, reserve_blocks: int | None = None, *,
+            stop_token_ids: frozenset[int] = frozenset(), stop_after: int = 1) -> int:
+        return self.apply(Op("add", prompt, max_new_tokens, reserve_blocks, stop_token_ids=stop_token_ids,
+                             stop_after=stop_after))
 
     def step(self) -> bool:
         """One engine step; False (and nothing recorded) when nothing could run."""

@@ -148,8 +148,8 @@ def hatch_data(cells: dict) -> dict:
                      np.asarray([p == "." for p in patterns])[:, None])
     line = cells["line"]
     lines: dict[str, object] = {
-        "colour": [line[i] if shown[i, j] and diagonal[j] else "#333333" for i in range(n)
-                   for j in range(HATCH_LINES)],
+        "colour": np.where(shown & diagonal[None, :], np.asarray(line, dtype=object)[:, None],
+                           "#333333").ravel().tolist(),
         "alpha": np.where(shown, np.where(diagonal, 0.8, 0.6)[None, :], 0.0).ravel(),
         "dash": ["solid" if d else "dotted" for d in diagonal] * n,
     }

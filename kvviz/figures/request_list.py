@@ -60,6 +60,12 @@ def status_html(snap: Snapshot, r) -> str:
     return e(r.status)
 
 
+_STOPPED = {
+    "": "stopped by the engine, not ended by the model",
+    "stop_token": "stopped where the model wrote a word end (one of this request's stop tokens)",
+}
+
+
 def shown_text(r) -> str:
     """The request's text as HTML: prompt and generation told apart; a long one keeps its end,
     cut at a word boundary."""
@@ -74,8 +80,9 @@ def shown_text(r) -> str:
     cut = max(0, prompt_len - (len(full) - len(shown)))
     if shown.startswith("…"):
         cut = max(cut, 1)
-    # (the model never ends a reply itself: a finished one was stopped by its token budget or slab)
-    more = '<span class="kv-more" title="stopped by the engine, not ended by the model">…</span>' \
+    # (the model has no end-of-reply token: a finished reply was stopped by its budget or slab, or
+    # at a word end the model wrote when the request asked to stop there)
+    more = f'<span class="kv-more" title="{e(_STOPPED.get(r.stop, _STOPPED[""]))}">…</span>' \
         if r.status == "finished" else ""
     return (
         f'<span class="kv-prompt">{e(shown[:cut])}</span><span class="kv-gen">{e(shown[cut:])}</span>{more}')

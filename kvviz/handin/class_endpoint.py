@@ -30,13 +30,14 @@ from tornado.web import RequestHandler
 
 from kvviz.handin import class_state, roster
 from kvviz.handin import key as passphrase
-from kvviz.handin.classroom import MAX_REPORT, REPORT_GAP_S, Report, ReportError
+from kvviz.handin.classroom import MAX_REPORT, REPORT_BURST, REPORT_GAP_S, Report, ReportError
 from kvviz.handin.storage import Store, StoreError, shared
+from kvviz.process.throttle import TokenBucket
 
 log = logging.getLogger("kvviz.handin")
 MAX_TRACKED = 5000
 MAX_COMMAND = 4000  # bytes of a command's body
-_LAST: OrderedDict[str, float] = OrderedDict()  # student id -> their last report (this process)
+_REPORTS: OrderedDict[str, TokenBucket] = OrderedDict()  # student id -> their reports' bucket (this process)
 _ATTEMPTS: OrderedDict[str, passphrase.Attempts] = OrderedDict()  # client address -> wrong passphrases
 MEMO = class_state.Memo()
 HOLD_S = 20.0  # a poll naming the state its page shows waits this long for a change (then: unchanged)
@@ -76,12 +77,9 @@ def report(body: bytes, nodes: tuple[str, ...], store: Store | None = None,
         r = Report.from_json(data, nodes)
     except ReportError as e:
         return 400, {"ok": False, "message": str(e)}
-    now = clock()
-    last = _LAST.get(r.student_id)
-    if last is not None and now - last < REPORT_GAP_S:
+    bucket = _bounded(_REPORTS, r.student_id, lambda: TokenBucket(1 / REPORT_GAP_S, REPORT_BURST, clock))
+    if bucket.take() > 0:
         return 429, {"ok": False, "message": "Reported a moment ago."}
-    _bounded(_LAST, r.student_id, lambda: now)
-    _LAST[r.student_id] = now
     store = store or shared()
     try:
         owner = roster.owns(store, r.student_id, data.get("token"))

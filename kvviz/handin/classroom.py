@@ -28,7 +28,8 @@ POLL_MS = 1000  # a page asks for the class state again this long after an answe
 HEARTBEAT_S = 30  # a page reports at least this often while open, changed or not
 AWAY_S = 90  # a student not heard from for this long shows as away on the roster
 SEEN_S = 3 * 3600  # the roster lists students heard from within this
-REPORT_GAP_S = 0.5  # a student's reports, at most one per this (per server process)
+REPORT_GAP_S = 0.5  # a student's reports, at most one per this sustained (per server process) ...
+REPORT_BURST = 3  # ... and this many at once: reports held up on the way (a busy machine) arrive together
 # a page sends at most one report per this: more than twice the server's gap, so that a report
 # delayed on its way (a busy machine) does not make the next one arrive too soon
 PAGE_REPORT_GAP_MS = 1200

@@ -236,3 +236,46 @@ def test_a_finished_request_says_why_it_stopped_and_cut_offs_are_counted(make_en
     assert snap.metrics.cut_off == 1 and snap.metrics.num_finished == 2
     e.release(short)
     assert e.snapshot().metrics.cut_off == 0  # (released: it holds nothing any more)
+
+
+def test_a_stop_token_ends_the_reply_before_it_once_stop_after_tokens_are_kept(make_engine, drain):
+    """The reply is the budget run's greedy tokens up to the first stop token at index >= stop_after:
+    that token is not kept, every kept token has KV (the stop token was sampled from the last), and
+    a stop token before `stop_after` does not stop it."""
+    full = make_engine(num_blocks=16, block_size=4)
+    rid = full.add_request("abcabc", 24)
+    drain(full)
+    tokens = full.requests[rid].output_ids
+    k = 5  # (a stop token chosen from the greedy run itself, so the stop surely comes)
+    stop = tokens[k]
+    first = next(i for i in range(1, len(tokens)) if tokens[i] == stop)  # (the first that may stop it)
+    e = make_engine(num_blocks=16, block_size=4)
+    late = e.add_request("abcabc", 24, stop_token_ids={stop}, stop_after=k)
+    early = e.add_request("abcabc", 24, stop_token_ids={stop}, stop_after=1)
+    drain(e)
+    snap = e.snapshot()
+    assert e.requests[late].output_ids == tokens[:k]
+    assert e.requests[early].output_ids == tokens[:first]
+    for r in (late, early):
+        view = snap.request(r)
+        assert view.stop == "stop_token" and "sampled a stop token" in view.reason
+        assert view.num_computed == 6 + len(e.requests[r].output_ids)  # (the last kept token has KV)
+    e.check_integrity()
+
+
+def test_a_request_never_given_its_stop_token_runs_to_its_budget(make_engine, drain):
+    e = make_engine(num_blocks=16, block_size=4)
+    rid = e.add_request("abcabc", 10, stop_token_ids=set(), stop_after=1)
+    drain(e)
+    assert len(e.requests[rid].output_ids) == 10 and e.snapshot().request(rid).stop == "budget"
+
+
+@pytest.mark.parametrize("kwargs, words", [({"stop_token_ids": [256]}, "token ids from 0 to 255"),
+                                           ({"stop_token_ids": [-1]}, "token ids"),
+                                           ({"stop_after": 0}, "stop_after must be"),
+                                           ({"stop_after": True}, "stop_after must be")])
+def test_bad_stop_arguments_are_refused_in_words_and_change_nothing(make_engine, kwargs, words):
+    e = make_engine(num_blocks=16, block_size=4)
+    with pytest.raises(ValueError, match=words):
+        e.add_request("abc", 4, **kwargs)
+    assert not e.requests and not e.has_unfinished()

@@ -3,6 +3,8 @@ blocks read, the block tables, a colour and a label for every request, the legen
 
 from __future__ import annotations
 
+import re
+
 import panel as pn
 
 from kvviz.figures.block_strip import strip_data
@@ -115,8 +117,13 @@ def test_long_texts_are_cut_at_a_word_and_finished_replies_marked_as_stopped():
 
     r = RadixState().snapshot.requests[0]
     out = shown_text(r)
-    assert '<span class="kv-prompt">…memory,' in out  # (the system prompt cut before a whole word)
-    assert out.endswith('title="stopped by the engine, not ended by the model">…</span>')
+    shown = re.search(r'<span class="kv-prompt">…(.*?)</span>', out, re.S).group(1)
+    assert len(shown) < len(r.prompt) and (" " + shown.replace("⏎", "\n")) in r.prompt  # (cut before a word)
+    assert r.stop == "stop_token" and out.endswith(
+        'title="stopped where the model wrote a word end (one of this request&#x27;s stop tokens)">…</span>')
+    budget = FragmentationState(reserve=3).snapshot.requests[0]
+    assert budget.stop != "stop_token" and shown_text(budget).endswith(
+        'title="stopped by the engine, not ended by the model">…</span>')
 
 
 def test_each_node_shows_only_the_legend_cues_its_pictures_draw():

@@ -179,15 +179,18 @@ def test_radix_tree_holds_the_system_prompt_once(radix_on):
 
 @pytest.mark.parametrize("question", QUESTIONS + MORE_QUESTIONS)
 def test_radix_answers_end_at_a_word_end_in_the_same_blocks(question):
-    """Each answer's budget is trimmed to the end of its last whole word (the model's own greedy
-    continuation decides where that is), never below the blocks the untrimmed budget fills."""
-    prompt, max_new = RadixScenario.request_for(question)
-    untrimmed = max_new_for(prompt, (SYSTEM_PROMPT_BLOCKS + UNIQUE_BLOCKS) * BLOCK_SIZE - 4)
+    """Each answer stops at the first word end past the fewest tokens that fill its blocks (the
+    model's own greedy continuation decides where that is: one run, the engine's stop tokens),
+    never below the blocks its budget fills."""
+    prompt, max_new, stop_after = RadixScenario.request_for(question)
+    assert max_new == max_new_for(prompt, (SYSTEM_PROMPT_BLOCKS + UNIQUE_BLOCKS) * BLOCK_SIZE - 4)
     node = RadixScenario()
     node.ask(question)
     [answer] = [r for r in node.snapshot().requests if r.prompt == prompt][-1:]
-    longer = (Engine(EngineConfig(num_blocks=16, block_size=BLOCK_SIZE))
-              .generate([prompt], max_new + 1)[0].text)
-    assert longer.startswith(answer.generated) and longer[len(answer.generated)] in " \n.,;:!?)"
-    assert not answer.generated.endswith(" ") and max_new <= untrimmed
+    longer = Engine(EngineConfig(num_blocks=16, block_size=BLOCK_SIZE)).generate([prompt], max_new)[0].text
+    n = len(answer.generated)
+    assert longer.startswith(answer.generated) and stop_after <= n <= max_new
+    if n < max_new:  # (stopped by a word end: the first one past `stop_after`)
+        assert answer.stop == "stop_token" and longer[n] in " \n.,;:!?)"
+        assert not any(c in " \n.,;:!?)" for c in longer[stop_after:n])
     assert len(answer.block_table) == SYSTEM_PROMPT_BLOCKS + UNIQUE_BLOCKS

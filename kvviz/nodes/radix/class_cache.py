@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 
 from engine import Engine, EngineConfig, Snapshot
-from kvviz.nodes.radix.scenario import SYSTEM_PROMPT_BLOCKS, UNIQUE_BLOCKS, RadixScenario
+from kvviz.nodes.radix.scenario import SYSTEM_PROMPT_BLOCKS, UNIQUE_BLOCKS, WORD_END, RadixScenario
 from kvviz.nodes.scenario_base import BLOCK_SIZE, WEIGHTS
 
 SEATS = 120  # questions held at once before the oldest answers are released
@@ -68,15 +68,15 @@ class ClassCache:
                 self._snapshot = self.engine.snapshot()
         return len(new)
 
-    def _run(self, requests: list[tuple[str, int]]) -> None:
-        """Add these (prompt, max_new) requests, released answers making room, and run them together
-        to the end of their answers."""
-        need = sum(-(-(len(prompt.encode()) + max_new) // BLOCK_SIZE) for prompt, max_new in requests)
+    def _run(self, requests: list[tuple[str, int, int]]) -> None:
+        """Add these (prompt, max_new, stop_after) requests (`RadixScenario.request_for`), released
+        answers making room, and run them together to the end of their answers."""
+        need = sum(-(-(len(prompt.encode()) + max_new) // BLOCK_SIZE) for prompt, max_new, _ in requests)
         engine = self.engine
         while engine.snapshot().metrics.blocks_free < need and self._release_oldest():
             pass
-        for prompt, max_new in requests:
-            engine.add_request(prompt, max_new)
+        for prompt, max_new, stop_after in requests:
+            engine.add_request(prompt, max_new, stop_token_ids=WORD_END, stop_after=stop_after)
         while engine.step():
             pass
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-import re
-
-from engine import Engine, EngineConfig
+from engine import EngineConfig
 from engine.util import ceil_div
 from kvviz.nodes.prompts import QUESTION_CLOSE, QUESTION_OPEN, QUESTIONS, SYSTEM_PROMPT
 from kvviz.nodes.scenario_base import BLOCK_SIZE, WEIGHTS, OnePool, max_new_for
@@ -16,25 +13,20 @@ UNIQUE_BLOCKS = 3
 assert len(SYSTEM_PROMPT.encode()) == SYSTEM_PROMPT_BLOCKS * BLOCK_SIZE
 
 
-WORD_END = re.compile(r"[ \n.,;:!?)]")
+WORD_END = frozenset(b" \n.,;:!?)")  # byte tokens that end a word: a reply stops before the first
 
 
-@functools.lru_cache(maxsize=512)
-def word_end_budget(prompt: str, max_new: int) -> int:
-    """`max_new`, lowered so the answer ends at the end of a word (not "a small pie"), but only
-    as far as it keeps the same number of KV blocks: the model's greedy continuation is run
-    once (on its own small engine: deterministic, the tokens the lesson's engine will make),
-    and the last word end within the blocks' range is the budget. Unchanged when no word ends
-    there (one long word)."""
+WORD_ROOM = 10  # the last tokens of a budget in which a reply may stop at a word end (a long word's length)
+
+
+def word_end_floor(prompt: str, max_new: int) -> int:
+    """Where a reply of at most `max_new` tokens may begin to stop at a word end (`WORD_END`, as the
+    engine's stop tokens: one run): WORD_ROOM tokens before its budget, but never so early that it
+    would fill fewer KV blocks than the budget does. So it ends at the first word end in its last
+    few tokens (not "a small pie"); at `max_new` when no word ends there."""
     kv_blocks = ceil_div(len(prompt.encode()) + max_new - 1, BLOCK_SIZE)
-    floor = max(1, (kv_blocks - 1) * BLOCK_SIZE + 2 - len(prompt.encode()))  # fewest tokens keeping kv_blocks
-    engine = Engine(EngineConfig(num_blocks=kv_blocks + 1, block_size=BLOCK_SIZE, weights=WEIGHTS))
-    [result] = engine.generate([prompt], max_new + 1)  # one byte more: does the budget's last word end?
-    out = bytes(result.token_ids)  # (one token per byte)
-    for n in range(max_new, floor - 1, -1):
-        if WORD_END.fullmatch(chr(out[n])) and not chr(out[n - 1]).isspace():
-            return n
-    return max_new
+    fewest = (kv_blocks - 1) * BLOCK_SIZE + 1 - len(prompt.encode())  # (every kept token has KV)
+    return max(1, fewest, max_new - WORD_ROOM)
 
 
 class RadixScenario(OnePool):
@@ -55,12 +47,14 @@ class RadixScenario(OnePool):
         self.timeline.run_until_idle()
 
     @staticmethod
-    def request_for(question: str) -> tuple[str, int]:
-        """The full prompt (system prompt, then the question as "Q: ...\\nA:") and a max_new_tokens that fills
-        exactly UNIQUE_BLOCKS blocks past the system prompt (less when the question is long)."""
+    def request_for(question: str) -> tuple[str, int, int]:
+        """The full prompt (system prompt, then the question as "Q: ...\\nA:"), a max_new_tokens that
+        fills exactly UNIQUE_BLOCKS blocks past the system prompt (less when the question is long),
+        and the fewest tokens before a word end stops the reply in those blocks (`word_end_floor`)."""
         prompt = f"{SYSTEM_PROMPT}{QUESTION_OPEN}{question}{QUESTION_CLOSE}"
         target = (SYSTEM_PROMPT_BLOCKS + UNIQUE_BLOCKS) * BLOCK_SIZE - 4
-        return prompt, word_end_budget(prompt, max(1, max_new_for(prompt, max(target, len(prompt.encode())))))
+        max_new = max(1, max_new_for(prompt, max(target, len(prompt.encode()))))
+        return prompt, max_new, word_end_floor(prompt, max_new)
 
     @staticmethod
     def question_of(prompt: str) -> str:
@@ -68,8 +62,8 @@ class RadixScenario(OnePool):
         return prompt.removeprefix(SYSTEM_PROMPT + QUESTION_OPEN).removesuffix(QUESTION_CLOSE)
 
     def ask(self, question: str, run: bool = True) -> int:
-        prompt, max_new = self.request_for(question)
-        rid = self.timeline.add(prompt, max_new)
+        prompt, max_new, stop_after = self.request_for(question)
+        rid = self.timeline.add(prompt, max_new, stop_token_ids=WORD_END, stop_after=stop_after)
         if run:
             self.timeline.run_until_idle()
         return rid
