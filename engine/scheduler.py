@@ -205,7 +205,7 @@ class Scheduler:
         bs = self.pool.block_size
         if req.output_ids[-1] in req.stop_token_ids and len(req.output_ids) > req.stop_after:
             token = req.output_ids.pop()
-            why, stop = f"sampled a stop token ({_shown(token)}), which ends its reply", Stop.STOP_TOKEN
+            why, stop = f"stopped at {_shown(token)} (a stop token)", Stop.STOP_TOKEN
         elif len(req.output_ids) >= req.max_new_tokens:
             n = req.max_new_tokens
             why, stop = f"generated its {n} new token{'s' if n != 1 else ''}", Stop.BUDGET
@@ -262,6 +262,10 @@ class Scheduler:
         assert all(r.status is Status.WAITING for r in self.waiting)
 
 
+_NAMED = {ord(" "): "a space", ord("\n"): "a new line"}
+
+
 def _shown(token: int) -> str:
-    """A byte token as a reader sees it: a printable character quoted, else its number."""
-    return repr(chr(token)) if 32 <= token < 127 else f"token {token}"
+    """A byte token as a reader sees it: a space or a new line by name, another printable
+    character quoted, else its number."""
+    return _NAMED.get(token) or (f"'{chr(token)}'" if 32 < token < 127 else f"token {token}")

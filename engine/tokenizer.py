@@ -29,5 +29,6 @@ class ByteTokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of the bytes; a byte sequence cut mid-character shows U+FFFD for the cut part."""
-        data = bytes(ids) if isinstance(ids, (list, tuple)) else bytes(int(i) for i in ids)  # (a list: at once)
+        # (a list or tuple of ints at once; anything else, a tensor or an array, value by value)
+        data = bytes(ids) if isinstance(ids, (list, tuple)) else bytes(int(i) for i in ids)
         return data.decode("utf-8", errors="replace")

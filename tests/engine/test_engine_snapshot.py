@@ -258,7 +258,7 @@ def test_a_stop_token_ends_the_reply_before_it_once_stop_after_tokens_are_kept(m
     assert e.requests[early].output_ids == tokens[:first]
     for r in (late, early):
         view = snap.request(r)
-        assert view.stop == "stop_token" and "sampled a stop token" in view.reason
+        assert view.stop == "stop_token" and view.reason.endswith("(a stop token)")
         assert view.num_computed == 6 + len(e.requests[r].output_ids)  # (the last kept token has KV)
     e.check_integrity()
 
@@ -279,3 +279,11 @@ def test_bad_stop_arguments_are_refused_in_words_and_change_nothing(make_engine,
     with pytest.raises(ValueError, match=words):
         e.add_request("abc", 4, **kwargs)
     assert not e.requests and not e.has_unfinished()
+
+
+def test_a_stop_token_is_named_as_a_reader_sees_it():
+    from engine.scheduler import _shown
+
+    assert [_shown(t) for t in (32, 10, 46, 0, 200)] == [
+        "a space", "a new line", "'.'", "token 0", "token 200"]
+
