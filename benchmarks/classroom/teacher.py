@@ -32,7 +32,7 @@ from pathlib import Path
 
 from benchmarks.classroom.clients import request
 from benchmarks.classroom.report import summary
-from benchmarks.classroom.server import cpu_seconds
+from benchmarks.classroom.server import cpu_seconds, wait_ready
 from benchmarks.common import write_json
 from tools.browser import Server
 from tools.loopback_class import ClassServer, read_state, source_address
@@ -107,8 +107,7 @@ class Room:
             os.environ["KVVIZ_DB"] = os.path.join(tempfile.mkdtemp(prefix="kvviz-teacher-bench-"), "class.db")
             self.stack.enter_context(ClassServer(a.port, backends=a.backends, base_port=a.port + 1))
             base = f"http://127.0.0.1:{a.port}/"
-            while not json.loads(urllib.request.urlopen(base + "lesson-status", timeout=30).read())["ready"]:
-                time.sleep(1)
+            wait_ready(a.port, time.perf_counter())  # (the recording, then each backend's engine)
             backends = read_state(a.port)["backends"]
             self.entries = [("127.0.0.1", a.port)]  # (nginx)
             self.teacher = ("127.0.0.1", backends[0]["port"])

@@ -103,3 +103,10 @@ def test_with_sharing_only_the_first_request_computes_the_prefix(prefix_out):
 def test_first_tokens_come_before_the_end(prefix_out):
     for setting in ("off", "on"):
         assert 0 < prefix_out[setting]["ttft_s"] <= prefix_out[setting]["wall_s"]
+
+
+def test_the_live_answer_benchmark_asks_its_questions_of_the_recorded_lesson(capsys):
+    from benchmarks import live_answer
+
+    assert live_answer.main(["2"]) > 0
+    assert capsys.readouterr().out.startswith("2 answers from step ")
