@@ -14,8 +14,6 @@ assert len(SYSTEM_PROMPT.encode()) == SYSTEM_PROMPT_BLOCKS * BLOCK_SIZE
 
 
 WORD_END = frozenset(b" \n.,;:!?)")  # byte tokens that end a word: a reply stops before the first
-
-
 WORD_ROOM = 10  # the last tokens of a budget in which a reply may stop at a word end (a long word's length)
 
 
