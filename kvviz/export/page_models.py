@@ -5,15 +5,17 @@ recorded properties, a state's link, and Explain it back's facts and self-checks
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlencode
 
 import panel as pn
+from bokeh.document import Document
 from bokeh.model import Model
 from bokeh.model.util import collect_filtered_models
 from bokeh.models import CustomJS
+from panel.io.state import set_curdoc
 
 from kvviz.lesson import Lesson
 from kvviz.nodes import BY_KEY
@@ -38,10 +40,15 @@ def model_order(model: Model) -> list[Model]:
     return collect_filtered_models(lambda m: isinstance(m, CustomJS), model)
 
 
-def page_config() -> AbstractContextManager[Any]:
-    """Panel's settings while a recorded page is built (and a live frame's view: the same models):
-    the stylesheet linked beside the pages."""
-    return pn.config.set(css_files=["kvviz.css"], raw_css=[])
+@contextmanager
+def page_config() -> Iterator[None]:
+    """Panel's settings while a recorded page is built, a node walked or a live frame drawn (the
+    same models): the stylesheet linked beside the pages, and as the current document one with no
+    session, whatever the caller's is. A view redraws its figures at once only outside a served
+    session (kvviz/web/redraw.py); under a session's document they would wait for its next tick, and
+    a walk would see them change a state late."""
+    with set_curdoc(Document()), pn.config.set(css_files=["kvviz.css"], raw_css=[]):  # (this order:
+        yield  # under a session's document, Panel's settings would be that session's own)
 
 
 def state_link(key: str) -> Callable[[Any], str]:

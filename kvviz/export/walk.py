@@ -59,6 +59,12 @@ class _Worker:
         self.views: dict[str, tuple[Any, Document, dict[str, int]]] = {}  # key -> (state, document, places)
 
     def walk(self, piece: Piece) -> dict[str, Any]:
+        """One piece's walk, under the page's settings (`page_config`: the same models, in the same
+        order, as the page is built; drawn at once, whatever document the caller has current)."""
+        with page_config():
+            return self._walk(piece)
+
+    def _walk(self, piece: Piece) -> dict[str, Any]:
         from kvviz.export.recipes import recipes
         from kvviz.lesson import Lesson
 
@@ -68,9 +74,8 @@ class _Worker:
 
             lesson = Lesson({})
             doc = Document()
-            with page_config():  # (as the page is built: the same models, in the same order)
-                column = node_column(lesson, piece.key)
-                doc.add_root(pn.Column(column, sizing_mode="stretch_width", margin=0).get_root(doc))
+            column = node_column(lesson, piece.key)
+            doc.add_root(pn.Column(column, sizing_mode="stretch_width", margin=0).get_root(doc))
             view = next(m for m in doc.models
                         if f"kv-recorded-{piece.key}" in (getattr(m, "css_classes", None) or []))
             place: dict[str, int] = {m.id: i for i, m in enumerate(model_order(view))}
@@ -85,10 +90,9 @@ class _Worker:
         # this process's own: each piece is true to the process that walked it)
         now = initial_values(doc.models)  # (every model's: the recording's reader starts from them)
         before = {f"{place[mid]}.{attr}": v for (mid, attr), v in now.items() if mid in place}
-        with page_config():
-            rec = record(doc, state, {name: recipe.branches[name] for name in piece.branches}, reset,
-                         state_link(piece.key), now,
-                         continues={b: a for b, (a, _act) in recipe.key_actions.items()})
+        rec = record(doc, state, {name: recipe.branches[name] for name in piece.branches}, reset,
+                     state_link(piece.key), now,
+                     continues={b: a for b, (a, _act) in recipe.key_actions.items()})
         changed = {f"{place[mid]}.{attr}" for mid, attr in rec.props}
         return {"props": [[place[mid], attr] for mid, attr in rec.props], "values": rec.values,
                 "branches": rec.branches, "steps": rec.steps, "links": rec.links,
@@ -177,8 +181,9 @@ def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], No
             on_node(key, out[key])
 
     if workers <= 1:
+        here = _Worker()  # (views of this call's own, not those an earlier walk here left)
         for i, piece in enumerate(todo):
-            finished(i, walk_piece(piece))
+            finished(i, here.walk(piece))
     else:
         with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
             # (the last pieces first: a node's later branches are its longer ones)

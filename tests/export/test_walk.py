@@ -113,3 +113,36 @@ def test_a_walk_without_bokeh_s_validation_records_what_one_with_it_records(monk
     assert states(*without) == states(*checked)
     assert sorted(map(tuple, without[1])) == sorted(map(tuple, checked[1]))
     assert without[0].steps == checked[0].steps and without[0].links == checked[0].links
+
+
+@pytest.mark.slow
+def test_a_walk_under_a_served_sessions_document_records_what_a_plain_walk_records():
+    """Under a served session's document a view's figures redraw on the session's next tick
+    (kvviz/web/redraw.py). A walk must not inherit that from its caller (a test process, a served
+    process): it walks under a document of its own with no session, and records the same states
+    and the same order of first changes as a walk with no current document."""
+    from types import SimpleNamespace
+
+    from bokeh.document import Document
+    from panel.io.state import set_curdoc
+
+    class Session:  # (as Bokeh's session context looks to a view: a session that is not gone)
+        session = object()
+        destroyed = False
+        request = SimpleNamespace(arguments={})
+
+    served = Document()
+    context = Session()
+    served._session_context = lambda: context  # (how Bokeh keeps it: a weak reference)
+    branches = {"radix": ["s0", "s1"]}
+    plain = walk.walk_all(branches, workers=1)["radix"]
+    with set_curdoc(served):
+        under = walk.walk_all(branches, workers=1)["radix"]
+    assert states(*plain) == states(*under)
+
+    def unmeasured(walked):  # (node 03's prefill time may first change at another state)
+        measured = {i for i, p in enumerate(walked[1])
+                    if any(MEASURED.search(str(walked[0].values[row[i]]))
+                           for rows in walked[0].branches.values() for row in rows)}
+        return [p for i, p in enumerate(walked[1]) if i not in measured]
+    assert unmeasured(plain) == unmeasured(under)
