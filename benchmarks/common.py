@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import random
@@ -82,12 +81,9 @@ def set_threads(num_threads: int) -> None:
 
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0-100), linear between closest ranks (numpy's default)."""
-    xs = sorted(values)
-    if not xs:
-        raise ValueError("no values")
-    k = (len(xs) - 1) * q / 100
-    lo, hi = math.floor(k), math.ceil(k)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+    import numpy as np
+
+    return float(np.percentile(values, q))
 
 
 def random_text(rng: random.Random, num_tokens: int) -> bytes:

@@ -185,16 +185,10 @@ def run(size: Size, num_threads: int, backend: str = BACKEND) -> dict:
 
 def table(out: dict) -> str:
     off, on = out["off"], out["on"]
-    rows = [
-        [name, off[key], on[key], ratio(off[key], on[key])]
-        for name, key in [
-            ("prefill tokens computed", "prefill_tokens"),
-            ("prefix hit rate", "hit_rate"),
-            ("wall time (s)", "wall_s"),
-            ("mean time to first token (s)", "ttft_s"),
-        ]
-    ]
-    return format_table(["", "sharing off", "sharing on", "off/on"], rows)
+    rows = [("prefill tokens computed", "prefill_tokens"), ("prefix hit rate", "hit_rate"),
+            ("wall time (s)", "wall_s"), ("mean time to first token (s)", "ttft_s")]
+    return format_table(["", "sharing off", "sharing on", "off/on"],
+                        [[name, off[key], on[key], ratio(off[key], on[key])] for name, key in rows])
 
 
 def heading(out: dict, size, threads: int) -> str:
