@@ -10,6 +10,7 @@ import pytest
 from played_support import LIVE_MS, metric, open_lesson
 from playwright.sync_api import expect
 
+from kvviz.handin.model import RateLimit
 from tools.browser import settled
 
 pytestmark = pytest.mark.ui
@@ -158,13 +159,19 @@ def test_explain_it_back_is_on_the_page_and_a_hand_in_keeps_everything(page, rec
     assert stored[0].answer == "Paging borrows virtual memory's pages."
     # A second hand-in (the answer box emptied) adds to the first: nothing is lost.
     page.locator(".kv-recorded-explain textarea").fill("")
-    page.wait_for_timeout(3500)  # (the server takes one hand-in per student every 3 s)
-    end.get_by_role("button", name="Hand in", exact=True).click()
-    expect(end.locator(".kv-handin-status")).to_contain_text("hand-in 2")
+    # (the server takes one hand-in per student every 3 s: at once, it says to wait, and keeps the first)
+    button, status = end.get_by_role("button", name="Hand in", exact=True), end.locator(".kv-handin-status")
+    button.click()
+    expect(status).to_contain_text("Handed in a moment ago: wait")
+    assert [h.answer for h in Store(str(served.db)).handins() if h.name == name] == [stored[0].answer]
+    page.wait_for_timeout(RateLimit().gap_s * 1000)  # (the gap the refusal named, from its answer on)
+    button.click()
+    expect(status).to_contain_text("hand-in 2")
     again = [h for h in Store(str(served.db)).handins() if h.name == name]
     assert len(again) == 1 and again[0].answer == stored[0].answer
     assert len(again[0].predictions) == 1 and len(again[0].checks) == 1
-    assert page.kv_errors == []
+    # (the browser logs the refused request, a 429, as an error: that one and no other)
+    assert len(page.kv_errors) == 1 and "status of 429" in page.kv_errors[0]
 
 
 def test_add_request_at_a_step_before_the_runs_end_is_added_there_as_live(page, recorded):
