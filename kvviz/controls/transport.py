@@ -18,7 +18,7 @@ import os
 import panel as pn
 import param
 
-from kvviz.state.node import NodeState
+from kvviz.state.node import SAYS, NodeState
 from kvviz.web import redraw
 from kvviz.web.a11y import AccessibleNames
 from kvviz.web.live_html import LiveHTML
@@ -84,13 +84,23 @@ def notice_html(text: str, level: str = "warning") -> str:
     return f'<div class="kv-notice kv-{html.escape(level)}" role="status">{html.escape(text)}</div>'
 
 
+def said_texts() -> dict[str, str]:
+    """Each of SAYS' sentences as the transport's notice line holds it (its model's text, as
+    Panel writes it): what a played page sets there (kvviz/export/player.js `say`)."""
+    from bokeh.document import Document
+
+    return {k: LiveHTML(notice_html(text, "info")).get_root(Document()).text for k, text in SAYS.items()}
+
+
 def notice_line(state: NodeState, at: str) -> LiveHTML:
     """The state's notice, shown here when the action it is about was done `at` here: next to
-    the node's own controls ("controls") or next to the transport ("transport")."""
+    the node's own controls ("controls") or next to the transport ("transport", with the class
+    `kv-said-<node>`: where a played page says SAYS' sentences)."""
     def html_for(text, level, where):
         return notice_html(text if where == at else "", level)
     return LiveHTML(pn.bind(html_for, state.param.notice, state.param.notice_level, state.param.notice_at),
-                    sizing_mode="stretch_width", margin=(0, 10))
+                    sizing_mode="stretch_width", margin=(0, 10),
+                    css_classes=[f"kv-said-{state.key}"] if at == "transport" else [])
 
 
 SHORTCUTS = ('<details class="kv-more kv-shortcuts"><summary>Keys</summary><kbd>space</kbd> play or pause · '

@@ -150,6 +150,7 @@
       const resize = []; // (set after the numbers and pictures are painted: `later`)
       this.applying = true;
       try {
+        if (this.said) this.unsay(row);
         this.sizes = this.sizes || {}; // prop index -> the value applied
         row.forEach((vi, i) => {
           const attr = this.rec.props[i][1];
@@ -176,6 +177,25 @@
       if (resize.length) this.resize(resize);
       this.sayPlaying();
       writeUrl();
+    }
+
+    // What the live lesson's transport says beside its buttons (Step at the run's end, Step back at
+    // its start, Rewind: kvviz/state/node.py SAYS, in the page's metadata as the line's text);
+    // the next state shown takes it back (`unsay`), as the live lesson's next action does.
+    say(what) {
+      const line = this.ids.said ? this.doc.get_model_by_id(this.ids.said) : null;
+      const text = (this.meta.says || {})[what];
+      if (!line || text === undefined) return;
+      this.applying = true;
+      try { line.text = text; } finally { this.applying = false; }
+      this.said = line;
+    }
+
+    unsay(row) { // (inside show(): the line as the state shown holds it)
+      const line = this.said;
+      this.said = null;
+      const k = this.rec.props.findIndex(([id, attr]) => id === line.id && attr === "text");
+      line.text = k >= 0 ? decode(this.rec.values[row[k]]) : "";
     }
 
     // The step counter says what the player is doing (its states were recorded standing still).
@@ -234,7 +254,8 @@
           this.index = 0;
           this.show();
         }
-        this.timer = setInterval(() => { if (!this.step()) this.play(false); }, this.period);
+        this.timer = setInterval(() => { if (!this.step()) { this.play(false); this.say("idle"); } },
+                                 this.period);
       }
       const button = this.playButton;
       if (button) afterPaint(() => { button.label = this.timer !== null ? "❚❚ Pause" : "▶ Play"; });
@@ -245,9 +266,11 @@
       if (this.applying) return; // (a model set by show() echoing back)
       const c = this.meta.actions || {};
       const onLive = this.branch && this.branch.startsWith("live");
-      if (action === "rewind") { this.play(false); this.index = 0; this.show(); }
-      else if (action === "back") { this.play(false); if (this.index > 0) { this.index -= 1; this.show(); } }
-      else if (action === "step") { this.play(false); this.step(); }
+      if (action === "rewind") { this.play(false); this.index = 0; this.show(); this.say("rewound"); }
+      else if (action === "back") {
+        this.play(false);
+        if (this.index > 0) { this.index -= 1; this.show(); } else this.say("start");
+      } else if (action === "step") { this.play(false); if (!this.step()) this.say("idle"); }
       else if (action === "play") this.play();
       else if (action === "speed") {
         this.period = value;
@@ -266,7 +289,8 @@
                  && (this.meta.controls || {})[action]) {
         // (a request added at a step before the run's end: no recording holds that, as the live
         // lesson adds it right there; the server's engine runs it from this step)
-        this.live({ act: this.meta.controls[action], to: this.rec.steps[this.branch][this.index], after: true });
+        this.live({ act: this.meta.controls[action], to: this.rec.steps[this.branch][this.index], after: true,
+                    play: true });
       } else if (c[action]) {
         this.play(false);
         const before = this.branch;

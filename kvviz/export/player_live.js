@@ -64,7 +64,8 @@
 
     // What no recording holds, run by the server's engine from this node's link (`base`, default:
     // the state shown; less `drop`, plus `extra`, then the action `act` with `value`): its answer
-    // is one more branch, shown at its end. `after`: the action comes after the end of the branch
+    // is one more branch, shown at its end (`play`: from the first step after `to`, then played).
+    // `after`: the action comes after the end of the branch
     // shown, whose states before it the new branch shares (the server records only the rest).
     // Says why when it can't; the recording keeps playing.
     async live(what) {
@@ -72,7 +73,7 @@
       try { await this.ask(what || {}); } finally { this.busy -= 1; }
     },
 
-    async ask({ base, extra, drop, act, value, at, after, to, typed }) {
+    async ask({ base, extra, drop, act, value, at, after, to, typed, play }) {
       this.play(false);
       const pane = this.ids.live ? this.doc.get_model_by_id(this.ids.live) : null;
       const say = (html) => { if (pane) { pane.text = escapeHtml(html); pane.visible = true; } };
@@ -127,7 +128,13 @@
         return;
       }
       if (ticket !== this.asked) return; // (a later request took its place)
-      this.go(this.addBranch(data, shared), at);
+      const key = this.addBranch(data, shared);
+      if (play) { // (a request added mid-run: shown from its first step on, and played, as live)
+        const first = this.rec.steps[key].findIndex((s) => s > to);
+        at = first < 0 ? undefined : first;
+      }
+      this.go(key, at);
+      if (play) this.play(true);
       const notices = Array.isArray(data.notices) ? data.notices.filter((n) => typeof n === "string") : [];
       const about = notices.length ? `<div class="kv-url-notice" role="alert"><b>About this link:</b><ul>`
         + notices.slice(0, 8).map((n) => `<li>${escapeHtml(n)}</li>`).join("") + "</ul></div>" : "";

@@ -34,6 +34,7 @@ from bokeh.model import Model
 from bokeh.resources import Resources
 
 from kvviz import page_text
+from kvviz.controls.transport import said_texts
 from kvviz.export import checks, libraries, walk
 from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
 from kvviz.export.player import (
@@ -265,12 +266,12 @@ def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], ser
                 predict_ids = wire_predictions(mine, key)
             else:
                 disable(mine, recipe.live_only)
-        ids["counter"] = next((m.id for m in mine if "kv-counter" in (getattr(m, "css_classes", None) or [])),
-                              None)
+        for name, css in (("counter", "kv-counter"), ("said", f"kv-said-{key}")):  # (the step, the sentence)
+            ids[name] = next((m.id for m in mine if css in (getattr(m, "css_classes", None) or [])), None)
         url = BY_KEY[key].url
         meta = {**recipe.meta, "params": list(url.PARAMS) if url else [],
                 # (what the node's own actions do, as data: the generic player runs them)
-                "vars": recipe.vars, "branch": recipe.branch,
+                "vars": recipe.vars, "branch": recipe.branch, "says": said_texts(),
                 "actions": {name: asdict(effect) for name, effect in recipe.actions.items()}}
         if served:
             meta["models"] = order  # (a live frame names a model by its place: kvviz/serve/live.py)

@@ -18,6 +18,14 @@ import param
 from kvviz import formatting as fmt
 from kvviz.state import predict
 
+# What the transport says beside its buttons, by what happened (as data: a played page says the same,
+# kvviz/export/player.js `say`, reading them from the page's metadata).
+SAYS = {
+    "idle": "Nothing left to run: every request has finished or was refused.",
+    "start": "Already at the start: no step to undo.",
+    "rewound": "Rewound: the requests are queued and no KV is computed yet. Press Step or Play.",
+}
+
 
 class Added(enum.Enum):
     """What became of a request the student added."""
@@ -162,8 +170,7 @@ class NodeState(param.Parameterized):
         """One engine step on every timeline with work; False at idle (says so)."""
         stepped = [t.step() for t in self.timelines]
         if not any(stepped):
-            self._refresh("Nothing left to run: every request has finished or was refused.", playing=False,
-                          at="transport")
+            self._refresh(SAYS["idle"], playing=False, at="transport")
             return False
         self._refresh(at="transport", reads=True)
         return True
@@ -171,7 +178,7 @@ class NodeState(param.Parameterized):
     def step_back(self) -> bool:
         """Back to the state before the last step (replayed deterministically from the start)."""
         if self.step_count == 0:
-            self._refresh("Already at the start: no step to undo.", at="transport")
+            self._refresh(SAYS["start"], at="transport")
             return False
         # The pools step together, each while it has work: the last step was taken by the pools
         # with the most steps since the last add or release. Right after an add, the step before
@@ -196,8 +203,7 @@ class NodeState(param.Parameterized):
         """Back to before the first step: the requests queued, no token computed yet."""
         for t in self.timelines:
             t.rewind()
-        self._refresh("Rewound: the requests are queued and no KV is computed yet. Press Step or Play.",
-                      playing=False, at="transport")
+        self._refresh(SAYS["rewound"], playing=False, at="transport")
 
     def toggle_play(self) -> None:
         if self.playing:

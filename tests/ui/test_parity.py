@@ -1,7 +1,7 @@
 """Parity as a property (issue 28): random sequences of the scripted actions, applied to the live
 lesson's states (the engine, in this process) and to the played page in Chromium (its player,
 through the same `act` its buttons call), show the same thing after every action: every metric
-card of nodes 01-03 and the step each is at.
+card of nodes 01-03, the step each is at and what its transport says.
 
 `make test` runs PARITY_EXAMPLES sequences; KVVIZ_PARITY_EXAMPLES=200 runs the issue's 200.
 """
@@ -44,7 +44,9 @@ def apply_live(states: dict, node: str, action: str, value) -> None:
     elif action == "sharing":
         s.sharing = value
     elif action == "add":
-        s.add_request(settle=True)  # (the page plays it to its end: so does the test, below)
+        s.add_request()  # (Play runs it to its end, as the live lesson's play timer does: the page too)
+        while s.playing:
+            s.tick()
     else:
         {"free_r2": lambda: s.free_r2(), "reset": s.reset, "step": s.step, "back": s.step_back,
          "rewind": s.rewind}[action]()
@@ -66,6 +68,9 @@ def shown(page) -> dict:
         }
         const step = find(document, `.kv-step[data-node="${node}"] b`, [])[0];
         cards.step = step ? step.textContent.trim() : "";
+        const line = find(document, `.kv-said-${node}`, [])[0]; // (what the transport says)
+        const said = line ? find(line.shadowRoot || line, ".kv-notice", [])[0] : null;
+        cards.said = said ? said.textContent.trim() : "";
         out[node] = cards;
       }
       return out;
@@ -79,6 +84,13 @@ def settled(page, node: str, expected: dict, wait_s: float = 2.0) -> dict:
     while (now := _only(shown(page)[node], expected)) != expected and time.monotonic() < deadline:
         page.wait_for_timeout(50)
     return now
+
+
+def expect_of(states: dict, node: str) -> dict:
+    """What node `node` of the live lesson shows: its headline cards and step (`metrics`), and
+    what its transport says beside its buttons."""
+    s = states[node]
+    return {**metrics(states, LIVE)[node], "said": s.notice if s.notice_at == "transport" else ""}
 
 
 def _only(cards: dict, expected: dict) -> dict:
@@ -118,12 +130,15 @@ def act(page, node: str, action: str, value) -> None:
 # (and: freed, then a length with no R2 to free, then one with: the live lesson frees it again only
 # where it can, so R2 is not freed at the last length)
 @example([FREE_R2, ("fragmentation", "reserve", 1), ("fragmentation", "reserve", 3)])
+# (what the transport says: Step at the run's end, Rewind, Step back at the start, then a step on)
+@example([("paging", "step", None), ("paging", "rewind", None), ("paging", "back", None),
+          ("paging", "step", None)])
 def test_played_page_shows_what_the_live_engine_shows_after_every_action(played, actions):
     states = Lesson({}).states
     for node in NODES:
         act(played, node, "reset", None)
     for node in NODES:
-        assert settled(played, node, metrics(states, LIVE)[node]) == metrics(states, LIVE)[node]
+        assert settled(played, node, expect_of(states, node)) == expect_of(states, node)
     for i, (node, action, value) in enumerate(actions):
         if action == "sharing":
             value = not states["radix"].sharing
@@ -131,5 +146,5 @@ def test_played_page_shows_what_the_live_engine_shows_after_every_action(played,
             continue  # (a slider moved to where it is sends nothing)
         apply_live(states, node, action, value)
         act(played, node, action, value)
-        expected = metrics(states, LIVE)[node]
+        expected = expect_of(states, node)
         assert settled(played, node, expected) == expected, f"after {actions[:i + 1]}"

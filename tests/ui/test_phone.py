@@ -167,3 +167,37 @@ def test_radix_tree_labels_stay_in_their_boxes_and_no_figure_title_is_cut_off(ph
         if title.is_visible():
             assert title.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1")
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+# The words of the request lists' texts that a line break cuts in two (a word of 12 letters or
+# fewer fits a phone's column whole: it moves to the next line instead).
+CUT_WORDS_JS = """() => {
+  const cut = [];
+  const visit = (root) => {
+    for (const el of root.querySelectorAll(".kv-requests .kv-text")) {
+      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        for (const m of n.textContent.matchAll(/[A-Za-z]{2,12}/g)) {
+          const r = document.createRange();
+          r.setStart(n, m.index);
+          r.setEnd(n, m.index + m[0].length);
+          if (new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size > 1) cut.push(m[0]);
+        }
+      }
+    }
+    for (const el of root.querySelectorAll("*")) if (el.shadowRoot) visit(el.shadowRoot);
+  };
+  visit(document);
+  return cut;
+}"""
+
+
+def test_on_a_phone_the_request_lists_break_their_text_between_words(phone, lesson_url):
+    phone.goto(f"{lesson_url}?node=radix")
+    settle(phone)
+    words = phone.evaluate("""() => { let n = 0; const visit = (root) => {
+        for (const el of root.querySelectorAll(".kv-requests .kv-text")) n += el.textContent.split(" ").length;
+        for (const el of root.querySelectorAll("*")) if (el.shadowRoot) visit(el.shadowRoot); };
+      visit(document); return n; }""")  # noqa: E501 (data: a script kept as written)
+    assert words > 40  # (the four questions and their answers, in a column a third of the phone wide)
+    assert phone.evaluate(CUT_WORDS_JS) == []
