@@ -159,13 +159,45 @@ def procs() -> int:
 Walk = tuple[Recording, list[list[Any]]]  # a node's walk: the recording, its properties' places
 
 
+# No piece done for this long: the workers are stuck (a recording started by a server stopped once
+# at 13 of 22 pieces, using no CPU, for good). A piece takes a few seconds; the pieces left are then
+# walked again by new workers, once.
+STALL_S = 120.0
+
+
+def _in_workers(todo: list[Piece], left: list[int], workers: int, work: Callable[[Piece], dict[str, Any]],
+                finished: Callable[[int, dict[str, Any]], None]) -> list[int]:
+    """Walk the pieces `left` (places in `todo`) by `work` on `workers` new processes; returns the
+    places of those left undone because no piece was done for STALL_S (the workers are killed)."""
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context())
+    # (the last pieces first: a node's later branches are its longer ones)
+    running: dict[Future[dict[str, Any]], int] = {pool.submit(work, todo[i]): i for i in reversed(left)}
+    try:
+        while running:
+            ready, _ = wait(running, timeout=STALL_S, return_when=FIRST_COMPLETED)
+            if not ready:
+                # (a stuck worker never ends, and the pool would wait for it: ended here. The pool's
+                # processes are private to it; Python 3.14 has terminate_workers() for this)
+                for process in list((getattr(pool, "_processes", None) or {}).values()):
+                    process.kill()
+                return sorted(running.values())
+            for future in ready:
+                finished(running.pop(future), future.result())
+        return []
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], None] = lambda d, t: None,
              workers: int | None = None,
-             on_node: Callable[[str, Walk], None] = lambda key, w: None) -> dict[str, Walk]:
+             on_node: Callable[[str, Walk], None] = lambda key, w: None,
+             work: Callable[[Piece], dict[str, Any]] = walk_piece) -> dict[str, Walk]:
     """Every node's walk (`branches_of`: node -> its branches, in order), made by `workers`
     processes (default `procs()`; started by `_context()`); `on_done(done, total)` after each piece,
     `on_node(node, its walk)` as soon as a node's pieces are all done (a caller in another thread
-    can use it meanwhile). Returns node -> (recording, its places), as `join` makes them."""
+    can use it meanwhile). Returns node -> (recording, its places), as `join` makes them. `work`:
+    what a worker process runs for a piece (`walk_piece`; a test's stand-in). Stuck workers (STALL_S) are
+    replaced once; stuck again, the walk fails with a sentence."""
     todo = pieces(branches_of)
     workers = min(workers or procs(), len(todo))
     done: dict[int, dict[str, Any]] = {}
@@ -185,14 +217,12 @@ def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], No
         for i, piece in enumerate(todo):
             finished(i, here.walk(piece))
     else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
-            # (the last pieces first: a node's later branches are its longer ones)
-            running: dict[Future[dict[str, Any]], int] = {
-                pool.submit(walk_piece, todo[i]): i for i in reversed(range(len(todo)))}
-            while running:
-                ready, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in ready:
-                    finished(running.pop(future), future.result())
+        left = _in_workers(todo, list(range(len(todo))), workers, work, finished)
+        if left:  # (stuck: once more, on new workers)
+            left = _in_workers(todo, left, min(workers, len(left)), work, finished)
+        if left:
+            raise RuntimeError(f"The recording's workers stopped twice with {len(left)} of {len(todo)} "
+                               f"pieces left (no piece done in {STALL_S:.0f} s).")
     return {key: out[key] for key in branches_of}
 
 

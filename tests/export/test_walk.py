@@ -146,3 +146,25 @@ def test_a_walk_under_a_served_sessions_document_records_what_a_plain_walk_recor
                            for rows in walked[0].branches.values() for row in rows)}
         return [p for i, p in enumerate(walked[1]) if i not in measured]
     assert unmeasured(plain) == unmeasured(under)
+
+
+def test_stuck_workers_are_replaced_once_and_the_pieces_left_walked_again(tmp_path, monkeypatch):
+    """A recording started by a server once stopped for good, its workers using no CPU: a piece
+    not done in STALL_S has its workers killed and the pieces left walked by new ones."""
+    from walk_stand_ins import stuck_once
+
+    monkeypatch.setattr(walk, "STALL_S", 3.0)
+    branches = [str(tmp_path / "a-stuck"), str(tmp_path / "b"), str(tmp_path / "c")]  # (pieces [a, b], [c])
+    seen = []
+    out = walk.walk_all({"x": branches}, workers=2, on_done=lambda done, total: seen.append(done),
+                        work=stuck_once)
+    assert sorted(out["x"][0].branches) == sorted(branches)
+    assert (tmp_path / "a-stuck.was-stuck").exists() and seen == [1, 2]
+
+
+def test_workers_stuck_twice_fail_the_walk_with_a_sentence(monkeypatch):
+    from walk_stand_ins import always_stuck
+
+    monkeypatch.setattr(walk, "STALL_S", 2.0)
+    with pytest.raises(RuntimeError, match="stopped twice with 2 of 2 pieces left"):
+        walk.walk_all({"x": ["a", "b", "c"]}, workers=2, work=always_stuck)
