@@ -12,11 +12,13 @@ slow, normal and fast.
 
 from __future__ import annotations
 
+import functools
 import html
 import os
 
 import panel as pn
 import param
+from bokeh.document import Document
 
 from kvviz.state.node import SAYS, NodeState
 from kvviz.web import redraw
@@ -84,11 +86,10 @@ def notice_html(text: str, level: str = "warning") -> str:
     return f'<div class="kv-notice kv-{html.escape(level)}" role="status">{html.escape(text)}</div>'
 
 
+@functools.cache  # (the same for every node of every page)
 def said_texts() -> dict[str, str]:
     """Each of SAYS' sentences as the transport's notice line holds it (its model's text, as
     Panel writes it): what a played page sets there (kvviz/export/player.js `say`)."""
-    from bokeh.document import Document
-
     return {k: LiveHTML(notice_html(text, "info")).get_root(Document()).text for k, text in SAYS.items()}
 
 

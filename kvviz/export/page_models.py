@@ -6,7 +6,7 @@ recorded properties, a state's link, and Explain it back's facts and self-checks
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 from urllib.parse import urlencode
 
@@ -40,15 +40,20 @@ def model_order(model: Model) -> list[Model]:
     return collect_filtered_models(lambda m: isinstance(m, CustomJS), model)
 
 
+def no_session() -> AbstractContextManager[Any]:
+    """As the current document, one with no session, whatever the caller's is (a served process's
+    answers, a walk in a test process). A view redraws its figures at once only outside a served
+    session (kvviz/web/redraw.py); under a session's document they would wait for its next tick, a
+    walk would see them change a state late, and the session's stylesheets would be taken."""
+    return set_curdoc(Document())
+
+
 @contextmanager
 def page_config() -> Iterator[None]:
     """Panel's settings while a recorded page is built, a node walked or a live frame drawn (the
-    same models): the stylesheet linked beside the pages, and as the current document one with no
-    session, whatever the caller's is. A view redraws its figures at once only outside a served
-    session (kvviz/web/redraw.py); under a session's document they would wait for its next tick, and
-    a walk would see them change a state late."""
-    with set_curdoc(Document()), pn.config.set(css_files=["kvviz.css"], raw_css=[]):  # (this order:
-        yield  # under a session's document, Panel's settings would be that session's own)
+    same models): the stylesheet linked beside the pages, under `no_session()`."""
+    with no_session(), pn.config.set(css_files=["kvviz.css"], raw_css=[]):  # (this order: under a
+        yield  # session's document, Panel's settings would be that session's own)
 
 
 def state_link(key: str) -> Callable[[Any], str]:

@@ -40,7 +40,6 @@ from urllib.parse import parse_qsl, urlencode
 import panel as pn
 from bokeh.document import Document
 from bokeh.model import Model
-from panel.io.state import set_curdoc
 
 from kvviz import urlstate
 from kvviz.export.page_models import (
@@ -49,6 +48,7 @@ from kvviz.export.page_models import (
     asked_of,
     facts_of,
     model_order,
+    no_session,
     node_column,
     page_config,
 )
@@ -63,9 +63,6 @@ MAX_QUERY = 6000  # characters of a request's query: a link of 24 capped prompts
 MAX_EXTRA = 200  # properties the page may ask to be read besides the recorded ones
 EXTRA_RE = re.compile(r"^(\d{1,5})\.([a-z_]{1,40})$")
 KEPT = 48  # answers kept per process
-
-
-_NO_SESSION = Document()
 
 
 class FrameError(ValueError):
@@ -220,7 +217,7 @@ class Service:
         for none."""
         for k in [key] if key else list(self.props):
             if k in self.recipes:
-                with set_curdoc(_NO_SESSION):
+                with no_session():
                     self._frames(k)
 
     def warmed(self) -> bool:
@@ -242,7 +239,7 @@ class Service:
         try:
             # (the current document: one with no session, so that every figure redraws at once and
             # no session's document, nor its stylesheets, is taken for this one)
-            with self.engine, set_curdoc(_NO_SESSION):
+            with self.engine, no_session():
                 frames = self._frames(key)
                 answer = (frames.check(link, check[:40]) if check
                           else frames.branch(link, act, value, extra, start, to))
