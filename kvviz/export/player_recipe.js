@@ -13,6 +13,7 @@
     },
 
     run(effect, value) {
+      this.unheld();
       const v = this.vars;
       const was = this.branchOf(v);
       if (effect.reset) Object.assign(v, this.meta.vars || {});
@@ -44,6 +45,21 @@
       for (const k of Object.keys(effect.set || {})) before[k] = (this.meta.vars || {})[k];
       const from = (this.rec.steps[this.branchOf(before)] || []).at(-1);
       return from !== undefined && this.rec.steps[this.branch][this.index] >= from;
+    },
+
+    // A variable an action set to a constant (Free R2: freed 1), shown at a step before that action
+    // was taken (a Step back or Rewind past it): the live state there no longer holds it (the
+    // engine's timeline undid it), so the variables do not either.
+    unheld() {
+      const defaults = this.meta.vars || {};
+      if (!(this.rec.steps || {})[this.branch]) return;
+      for (const e of Object.values(this.meta.actions || {})) {
+        const set = Object.entries(e.set || {});
+        if (!set.length || e.count || e.reset || e.replay) continue;
+        const holds = set.every(([k, x]) => x !== "$value" && this.vars[k] !== defaults[k]
+          && this.vars[k] === (typeof x === "boolean" ? Number(x) : x));
+        if (holds && !this.taken(e)) for (const [k] of set) this.vars[k] = defaults[k];
+      }
     },
 
     // The variables a recorded branch's name holds (a link opened on it): read by its template.

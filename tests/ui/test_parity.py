@@ -130,6 +130,9 @@ def act(page, node: str, action: str, value) -> None:
 # (and: freed, then a length with no R2 to free, then one with: the live lesson frees it again only
 # where it can, so R2 is not freed at the last length)
 @example([FREE_R2, ("fragmentation", "reserve", 1), ("fragmentation", "reserve", 3)])
+# (freed, rewound to before the release, then another length: the live engine's timeline undid the
+# release, so the new length is not freed; the page's variables forget it too)
+@example([FREE_R2, ("fragmentation", "rewind", None), ("fragmentation", "reserve", 3)])
 # (what the transport says: Step at the run's end, Rewind, Step back at the start, then a step on)
 @example([("paging", "step", None), ("paging", "rewind", None), ("paging", "back", None),
           ("paging", "step", None)])
