@@ -22,7 +22,9 @@ extracted with `git archive`, and the working tree's) and each batch size, in ch
 And the shared-prefix trace (unless --no-shared): benchmarks/prefix.py's full workload (32 requests
 at once, each a 512-token shared prefix and its own 16-32-token question, 8 greedy tokens, random
 weights, blocks of 16), prefix sharing on: its first step (every prefill, 93% of the prompt tokens
-found in the radix cache) and its 7 decode steps, profiled apart.
+found in the radix cache) and its 7 decode steps, profiled apart; of the model's time, the attention
+backend's calls ("attention": the extend attention over the cached prefix in the first step, the
+decode attention in the others).
 """
 
 from __future__ import annotations
@@ -51,6 +53,15 @@ PHASES = {
     "post-process": [("engine.py", "_postprocess")],
 }
 NEW_STYLE = ("engine.py", "_schedule")  # present: the schedule entries below it are inside it
+# Inside the model: the attention backend's calls, each by whichever of its functions holds the most
+# time (the C's wrapper includes the reference it hands a batch to; an older engine has only the
+# reference). The shared-prefix trace shows it apart from the model's other work.
+ATTENTION = {
+    "extend": [("cpu_extend.py", "paged_extend_attention"), ("reference.py", "paged_extend_attention_ref"),
+               ("extend_attention.py", "paged_extend_attention")],
+    "decode": [("cpu_native.py", "paged_decode_attention"), ("reference.py", "paged_decode_attention_ref"),
+               ("decode_attention.py", "paged_decode_attention")],
+}
 
 
 def prompts(n: int) -> list[str]:
@@ -158,6 +169,7 @@ def phase_times(stats: pstats.Stats, steps: int) -> dict[str, float]:
         if phase == "schedule" and new_style:
             funcs = [NEW_STYLE]
         out[phase] = sum(cum.get(f, 0.0) for f in funcs)
+    out["attention"] = sum(max(cum.get(f, 0.0) for f in funcs) for funcs in ATTENTION.values())
     step = cum.get(("engine.py", "step"), 0.0)
     if not new_style:  # before the phases were named: prepare and post-process are the rest
         out["prepare"] = step - out["schedule"] - out["model"]
@@ -217,15 +229,15 @@ def shared_report(out: dict) -> list[str]:
              f"{out['after']['shared']['backend']}; the run's wall time the best of 3 × rounds; ms per step "
              "from cProfile):", "",
              "| engine | run wall ms | run CPU ms | steps | step | ms | schedule | prepare | model | "
-             "post-process |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "(attention) | post-process |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for who in ("before", "after"):
         r = out[who]["shared"]
         for label, key in (("prefill (1)", "prefill_ms"), (f"decode ({r['steps'] - 1})", "decode_ms")):
             p = r[key]
             lines.append(f"| {who} | {1000 * r['wall_s']:.1f} | {1000 * r['cpu_s']:.1f} | {r['steps']} | "
                          f"{label} | {p['step']:.2f} | {p['schedule']:.2f} | {p['prepare']:.2f} | "
-                         f"{p['model']:.2f} | {p['post-process']:.2f} |")
+                         f"{p['model']:.2f} | {p.get('attention', 0.0):.2f} | {p['post-process']:.2f} |")
     return lines
 
 

@@ -102,7 +102,7 @@ def load() -> Library:
     #  scale, out, scratch)
     decode.argtypes = [ptr, ptr, ptr, ptr, i64, ptr, i64, i64, i64, i64, i64, f32, ptr, ptr]
     # (q, k, v, block_tables, bt_stride, query_start, seq_lens, num_seqs, num_heads, num_kv_heads, head_dim,
-    #  block_size, scale, out, scores scratch, key rows scratch)
-    extend.argtypes = [ptr, ptr, ptr, ptr, i64, ptr, ptr, i64, i64, i64, i64, i64, f32, ptr, ptr, ptr]
+    #  block_size, scale, out, scores scratch)
+    extend.argtypes = [ptr, ptr, ptr, ptr, i64, ptr, ptr, i64, i64, i64, i64, i64, f32, ptr, ptr]
     decode.restype = extend.restype = None
     return Library(decode, extend, "")

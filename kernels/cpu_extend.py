@@ -96,9 +96,8 @@ def paged_extend_attention(
     q = q.contiguous()
     out = torch.empty_like(q)
     scores = torch.empty(TILE * longest, dtype=torch.float32)
-    rows = torch.empty(longest, dtype=torch.int64)  # where each key of a sequence lies in the pool
     assert fn is not None
     fn(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), tables.data_ptr(), tables.shape[1],
        starts.data_ptr(), lens.data_ptr(), lens.shape[0], q.shape[1], num_kv_heads, head_dim, block_size,
-       scale, out.data_ptr(), scores.data_ptr(), rows.data_ptr())
+       scale, out.data_ptr(), scores.data_ptr())
     return out
