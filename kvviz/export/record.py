@@ -136,6 +136,12 @@ class Reader:
         self.touched: set[Prop] = set()
         doc.on_change(self._collect)
 
+    def follow(self, models: Iterable[Model]) -> None:
+        """Keep `models` current too (those not followed yet: their `initial_values` read now)."""
+        new = [m for m in models if m.id not in self.models]
+        self.models.update((m.id, m) for m in new)
+        self.now.update(initial_values(new))
+
     def _collect(self, event: DocumentChangedEvent) -> None:
         model = getattr(event, "model", None)
         if model is None or model.id not in self.models:

@@ -29,7 +29,7 @@ from typing import Any
 from bokeh.document import Document
 
 from kvviz.export.page_models import model_order, node_column, page_config, state_link
-from kvviz.export.record import Recording, Values, initial_values, record
+from kvviz.export.record import Reader, Recording, Values, record
 
 # Branches per piece, by node: a piece is a few seconds of one core (node 01's 32 branches are
 # short; node 02's are long, and longer the more requests they add).
@@ -56,7 +56,8 @@ class _Worker:
     """A worker process's node views: one document per node, built on the node's first piece."""
 
     def __init__(self) -> None:
-        self.views: dict[str, tuple[Any, Document, dict[str, int]]] = {}  # key -> (state, document, places)
+        # key -> (state, document, places, its properties kept current from one piece to the next)
+        self.views: dict[str, tuple[Any, Document, dict[str, int], Reader]] = {}
 
     def walk(self, piece: Piece) -> dict[str, Any]:
         """One piece's walk, under the page's settings (`page_config`: the same models, in the same
@@ -79,8 +80,8 @@ class _Worker:
             view = next(m for m in doc.models
                         if f"kv-recorded-{piece.key}" in (getattr(m, "css_classes", None) or []))
             place: dict[str, int] = {m.id: i for i, m in enumerate(model_order(view))}
-            self.views[piece.key] = (lesson.states[piece.key], doc, place)
-        state, doc, place = self.views[piece.key]
+            self.views[piece.key] = (lesson.states[piece.key], doc, place, Reader(doc))
+        state, doc, place, kept = self.views[piece.key]
 
         def reset() -> None:
             recipe.branches[recipe.default](state)
@@ -88,7 +89,12 @@ class _Worker:
         # every property of the node's models before this piece's walk: a state of the piece that
         # did not change one had this value (measured ones, such as node 03's prefill time, are
         # this process's own: each piece is true to the process that walked it)
-        now = initial_values(doc.models)  # (every model's: the recording's reader starts from them)
+        # (every model's: the recording's reader starts from them. Read once per node and process,
+        # then kept current by the document's change events: reading every property of every
+        # model again for each piece was a tenth of a walk)
+        kept.read()
+        kept.follow(doc.models)
+        now = dict(kept.now)
         before = {f"{place[mid]}.{attr}": v for (mid, attr), v in now.items() if mid in place}
         rec = record(doc, state, {name: recipe.branches[name] for name in piece.branches}, reset,
                      state_link(piece.key), now,
