@@ -19,7 +19,7 @@ from typing import Any
 from bokeh.model import Model
 from bokeh.models import CustomJS
 
-from kvviz.export.page_models import asked_of, facts_of
+from kvviz.export.page_models import asked_of, classes, facts_of
 from kvviz.export.player import by_class
 from kvviz.nodes.explain.checks import CHECKS
 from kvviz.nodes.explain.state import FACT_NODE, SAY
@@ -77,7 +77,6 @@ def wire(models: Iterable[Model]) -> dict[str, str]:
         ids[part.removeprefix("kv-explain-")] = by_class(models, part).id
     for model in models:
         element: Any = model  # (one with classes is a widget's or a pane's model: it has `visible`)
-        classes = getattr(element, "css_classes", None) or []
-        if "kv-download" in classes or "kv-handin" in classes:
+        if {"kv-download", "kv-handin"} & set(classes(element)):
             element.visible = False
     return ids

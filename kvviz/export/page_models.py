@@ -33,6 +33,18 @@ def node_column(lesson: Lesson, key: str) -> pn.Column:
                      margin=0)
 
 
+def has(model: Model, name: str) -> bool:
+    """Whether `model` has the property `name`. (Asking Bokeh for one it lacks, as `getattr(model,
+    name, None)` does, first searches every property's name for a "did you mean": tenths of a
+    millisecond each, some seconds of a page's writing.)"""
+    return model.lookup(name, raises=False) is not None
+
+
+def classes(model: Model) -> list[str]:
+    """A model's CSS classes ([] for a model that has none)."""
+    return list(model.css_classes or []) if has(model, "css_classes") else []  # type: ignore[attr-defined]
+
+
 def model_order(model: Model) -> list[Model]:
     """The models of a node's view (its column's `model`) in a fixed order: the same in every page
     that holds the node and in a live process that builds it again (the player's callbacks left

@@ -20,6 +20,7 @@ from bokeh.model import Model
 from bokeh.models import CustomJS
 
 from kvviz.controls.prediction import CHOICE, CHOSEN
+from kvviz.export.page_models import classes, has
 from kvviz.nodes.recipe import Control, Recipe
 from kvviz.state import predict
 from kvviz.web import __file__ as web_file
@@ -33,10 +34,6 @@ PLAYER_JS = js_source(__file__, *PLAYER_FILES)
 # The class the teacher runs, on a served page (classroom.js, with the sections' finder it uses):
 # set up with kvviz/handin/classroom.py's `browser_config`.
 CLASSROOM_JS = js_source(web_file, "find_sections.js") + "\n" + js_source(__file__, "classroom.js")
-
-
-def classes(model: Any) -> list[str]:
-    return list(getattr(model, "css_classes", None) or [])
 
 
 def by_class(models: Iterable[Model], css_class: str) -> Model:
@@ -100,7 +97,7 @@ def _is_prediction(model: Model) -> bool:
 def _live_controls(models: Iterable[Model], ids: Collection[str],
                    predictions: bool = True) -> Iterator[Model]:
     for model in models:
-        if not hasattr(model, "disabled"):
+        if not has(model, "disabled"):
             continue
         if any(c[3:] in ids for c in classes(model) if c.startswith("kv-")) or (predictions
                                                                                 and _is_prediction(model)):

@@ -36,7 +36,14 @@ from bokeh.resources import Resources
 from kvviz import page_text
 from kvviz.controls.transport import said_texts
 from kvviz.export import checks, libraries, walk
-from kvviz.export.page_models import FRAMES_FILE, TRANSPORT_ACTIONS, model_order, node_column, page_config
+from kvviz.export.page_models import (
+    FRAMES_FILE,
+    TRANSPORT_ACTIONS,
+    classes,
+    model_order,
+    node_column,
+    page_config,
+)
 from kvviz.export.player import (
     CLASSROOM_JS,
     PLAYER_JS,
@@ -129,7 +136,7 @@ def _pack(data: dict[str, Any]) -> str:
 
 
 def _with_class(doc: Document, css_class: str) -> list[Model]:
-    return [m for m in doc.models if css_class in (getattr(m, "css_classes", None) or [])]
+    return [m for m in doc.models if css_class in classes(m)]
 
 
 def _by_class(doc: Document, css_class: str) -> Model:
@@ -267,7 +274,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], ser
             else:
                 disable(mine, recipe.live_only)
         for name, css in (("counter", "kv-counter"), ("said", f"kv-said-{key}")):  # (the step, the sentence)
-            ids[name] = next((m.id for m in mine if css in (getattr(m, "css_classes", None) or [])), None)
+            ids[name] = next((m.id for m in mine if css in classes(m)), None)
         url = BY_KEY[key].url
         meta = {**recipe.meta, "params": list(url.PARAMS) if url else [],
                 # (what the node's own actions do, as data: the generic player runs them)

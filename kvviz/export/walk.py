@@ -28,7 +28,7 @@ from typing import Any
 
 from bokeh.document import Document
 
-from kvviz.export.page_models import model_order, node_column, page_config, state_link
+from kvviz.export.page_models import classes, model_order, node_column, page_config, state_link
 from kvviz.export.record import Reader, Recording, Values, record
 
 # Branches per piece, by node: a piece is a few seconds of one core (node 01's 32 branches are
@@ -78,7 +78,7 @@ class _Worker:
             column = node_column(lesson, piece.key)
             doc.add_root(pn.Column(column, sizing_mode="stretch_width", margin=0).get_root(doc))
             view = next(m for m in doc.models
-                        if f"kv-recorded-{piece.key}" in (getattr(m, "css_classes", None) or []))
+                        if f"kv-recorded-{piece.key}" in classes(m))
             place: dict[str, int] = {m.id: i for i, m in enumerate(model_order(view))}
             self.views[piece.key] = (lesson.states[piece.key], doc, place, Reader(doc))
         state, doc, place, kept = self.views[piece.key]

@@ -46,6 +46,7 @@ from kvviz.export.page_models import (
     FRAMES_FILE,
     TRANSPORT_ACTIONS,
     asked_of,
+    classes,
     facts_of,
     model_order,
     no_session,
@@ -94,7 +95,7 @@ class Frames:
 
     def _column_model(self, column: pn.Column) -> Model:
         found = [m for m in self.doc.models
-                 if f"kv-recorded-{self.key}" in (getattr(m, "css_classes", None) or [])]
+                 if f"kv-recorded-{self.key}" in classes(m)]
         if len(found) != 1:
             raise LookupError(f"{len(found)} views of node {self.key} in its live document")
         return found[0]
