@@ -36,6 +36,7 @@ from bokeh.document.events import (
 from bokeh.model import Model
 
 from kvviz.timeline import eager_snapshots
+from kvviz.web.redraw import held
 
 Setup = Callable[[Any], None]  # puts a node state at a branch's settled end
 Prop = tuple[str, str]  # (model id, property name)
@@ -267,7 +268,8 @@ def record(doc: Document, state: Any, branches: dict[str, Setup], reset: Callabl
 def _walk(state: Any, branches: dict[str, Setup], link: Callable[[Any], str], rows: Rows,
           links: dict[str, str], spans: dict[str, tuple[int, int]], continues: dict[str, str]) -> None:
     for key, setup in branches.items():
-        with eager_snapshots():  # (so that stepping back reads each state's snapshot, kept on the way)
+        # (stepping back reads each state's snapshot, kept on the way; the figures drawn once, at the end)
+        with eager_snapshots(), held():
             setup(state)
         links[key] = link(state)
         at = rows.walk_back(state, joins=spans.get(continues.get(key, "")))

@@ -59,6 +59,7 @@ from kvviz.nodes import BY_KEY
 from kvviz.nodes.explain.checks import CHECKS
 from kvviz.nodes.recipe import Recipe, start_branch
 from kvviz.timeline import eager_snapshots
+from kvviz.web.redraw import held
 
 MAX_QUERY = 6000  # characters of a request's query: a link of 24 capped prompts fits
 MAX_EXTRA = 200  # properties the page may ask to be read besides the recorded ones
@@ -142,7 +143,8 @@ class Frames:
         url = BY_KEY[self.key].url
         state = self.state
         self.reader.read()  # (whatever the last request left, so that `now` is current)
-        with eager_snapshots():  # (each state's snapshot kept on the way: stepping back reads them)
+        # (each state's snapshot kept on the way: stepping back reads them; figures drawn once, at the end)
+        with eager_snapshots(), held():
             start_branch(state)
             if url is not None:
                 url.restore(state, parsed.links[self.key], notices)
@@ -174,9 +176,10 @@ class Frames:
             raise FrameError("There is no such self-check about this node.")
         parsed = urlstate.parse(_multi(query))
         url = BY_KEY[self.key].url
-        start_branch(self.state)
-        if url is not None:
-            url.restore(self.state, parsed.links[self.key], [])
+        with held():  # (the figures drawn once, from the state restored)
+            start_branch(self.state)
+            if url is not None:
+                url.restore(self.state, parsed.links[self.key], [])
         explain = self.lesson.states["explain"]
         return {"node": self.key, "asked": asked_of(explain, self.key), "facts": facts_of(explain, self.key)}
 

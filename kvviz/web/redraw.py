@@ -12,20 +12,25 @@ from the latest state.
 Play does not need the numbers first: its tick calls `flush()` inside its own hold, so a step
 of a playing node reaches the browser as a single message.
 
-Outside a served session (tests, the benchmark's mirror, a notebook) a redraw runs at once.
+Outside a served session (tests, the benchmark's mirror, a notebook) a redraw runs at once, or,
+inside `held()`, once at its end: a recording's branch or a live answer puts the node at the
+state it starts from (Reset, the link's settings, its action: each a redraw of every figure)
+drawing each figure once, from that state.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import panel as pn
 
 # document -> the redraws it has pending, in the order they were asked for (dict as ordered set)
 _PENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+_HELD = threading.local()  # .pending: this thread's redraws held by `held()` (dict as ordered set)
 
 
 class Redraw:
@@ -38,7 +43,11 @@ class Redraw:
     def __call__(self, *_events) -> None:
         doc = pn.state.curdoc
         if doc is None or doc.session_context is None:
-            self._draw()
+            held_now = getattr(_HELD, "pending", None)
+            if held_now is None:
+                self._draw()
+            else:
+                held_now[self] = None
             return
         with _LOCK:
             pending = _PENDING.setdefault(doc, {})
@@ -59,3 +68,19 @@ def flush(doc=None) -> None:
         with pn.io.hold(doc):
             for redraw in pending:
                 redraw._draw()
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """Outside a served session: the redraws asked for inside run once each when it ends, in the
+    order first asked, from the state then (nested: the outermost ends them)."""
+    if getattr(_HELD, "pending", None) is not None:
+        yield
+        return
+    _HELD.pending = {}
+    try:
+        yield
+    finally:
+        pending, _HELD.pending = _HELD.pending, None
+        for redraw in pending:
+            redraw._draw()

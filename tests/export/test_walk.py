@@ -116,6 +116,23 @@ def test_a_walk_without_bokeh_s_validation_records_what_one_with_it_records(monk
 
 
 @pytest.mark.slow
+def test_a_branch_set_up_with_its_figures_drawn_once_records_what_drawing_each_change_records(monkeypatch):
+    """A branch is set up (Reset, its settings, its actions) with the figures drawn once at the end
+    (kvviz/web/redraw.py's `held`): the states recorded are those of a walk that draws them at
+    every change."""
+    import contextlib
+
+    from kvviz.export import record
+
+    branches = {"radix": ["s0", "s1"], "paging": ["a0", "a1"]}
+    once = walk.walk_all(branches, workers=1)
+    monkeypatch.setattr(record, "held", contextlib.nullcontext)
+    every = walk.walk_all(branches, workers=1)
+    for key in branches:
+        assert states(*once[key]) == states(*every[key])
+
+
+@pytest.mark.slow
 def test_a_walk_under_a_served_sessions_document_records_what_a_plain_walk_records():
     """Under a served session's document a view's figures redraw on the session's next tick
     (kvviz/web/redraw.py). A walk must not inherit that from its caller (a test process, a served
