@@ -189,7 +189,6 @@
     if (Boolean(state.paused) !== paused) showPause(Boolean(state.paused));
     if ((state.pace || "") !== pace) showPace(state.pace || "");
     follow(state.follow);
-    document.documentElement.dataset.kvClassPolled = String((Number(document.documentElement.dataset.kvClassPolled) || 0) + 1);
   }
 
   // The class state, held by the server until it differs from the one shown (`since`: its tag),
