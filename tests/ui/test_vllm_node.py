@@ -1,6 +1,7 @@
 """Node 04 in Chromium against a real vLLM (tests/vllm_support.py): it connects, the lesson's four
 questions build one shared trunk in vLLM's cache, both engines write the same tokens, and a
-server killed mid-lesson shows as disconnected, then is picked up again when it is back."""
+server killed mid-lesson shows as disconnected, then is picked up again when it is back
+(tests/ui/test_vllm_reconnect.py, against a stand-in: a real vLLM takes a minute to start again)."""
 
 from __future__ import annotations
 
@@ -60,18 +61,3 @@ def test_node_04_fits_a_phone(page, vllm_lesson):
     expect(page.locator(".kv-vllm-status")).to_have_attribute("data-state", "connected", timeout=30_000)
     settled(page)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
-
-
-def test_a_killed_server_shows_as_disconnected_then_reconnects(page, vllm_lesson):
-    srv, url = vllm_lesson
-    page.goto(f"{url}?node=vllm")
-    status = page.locator(".kv-vllm-status")
-    expect(status).to_have_attribute("data-state", "connected", timeout=30_000)
-    srv.stop()
-    expect(status).to_have_attribute("data-state", "disconnected", timeout=30_000)
-    expect(status).to_contain_text("a recording")  # shown meanwhile (how to start vLLM is on /teacher)
-    expect(status).not_to_contain_text("make vllm")
-    vllm_support.server()  # started again, same port and sockets
-    expect(status).to_have_attribute("data-state", "connected", timeout=60_000)
-    expect(page.locator(".kv-vllm-trunk")).to_have_count(0)  # a new server: its cache starts empty
-    assert page.kv_errors == []
