@@ -129,12 +129,15 @@ postgres:
 			&& { ! command -v systemctl >/dev/null 2>&1 || systemctl disable --now postgresql >/dev/null 2>&1 || true; }; \
 		else echo "The hand-in storage tests need Debian's PostgreSQL: sudo apt-get install -y postgresql" >&2; exit 1; fi; }
 
-# The tests run in TEST_WORKERS pytest-xdist processes (default 2: this project's 2-core machine),
-# each with its own served lesson, Chromium and databases on free ports; --dist loadgroup keeps
+# The tests run in TEST_WORKERS pytest-xdist processes (default: one more than the cores, at most
+# 8), each with its own served lesson, Chromium and databases on free ports; --dist loadgroup keeps
 # the tests of one xdist_group in one worker: those of one module (its module-scoped server
 # starts once), of the one vLLM server, of the one exported site (tests/conftest.py), the longest
 # groups queued first (tests/conftest.py's LONGEST_GROUPS: xdist would queue them by their size).
-TEST_WORKERS ?= 2
+# One more worker than cores: a browser test's worker waits on its page and its server (and the
+# vLLM group's on vLLM's start, a minute), and a third worker uses that time: on this project's
+# 2-core machine pytest took 557 s with 3 workers against 600 s with 2 (docs/testing.md).
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n + 1 < 8 ? n + 1 : 8 )))
 test: test-setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
