@@ -115,7 +115,7 @@ def static_site(tmp_path_factory):
 
 @pytest.hookimpl(tryfirst=True)  # (before xdist's own, which reads the groups off the markers)
 def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (make test: two workers, `--dist loadgroup`), the tests of one module run
+    """Under pytest-xdist (make test: a worker per core and one more, `--dist loadgroup`), the tests of one module run
     in one worker, so that a module's own server, class or benchmark run (a module-scoped
     fixture: tens of seconds for some) starts once, not once in each worker; and every test of
     the session's one exported site runs in one worker, which exports it once."""
@@ -127,7 +127,7 @@ def pytest_collection_modifyitems(items):
 
 
 # The groups that take longest (half a minute or more of a worker's time each, measured with
-# --durations on a loaded machine), queued first, longest first, so that the two workers finish
+# --durations on a loaded machine), queued first, longest first, so that the workers finish
 # together; the others follow, those with more tests first (pytest-xdist's own order, which make
 # test's --no-loadscope-reorder leaves to this list): a long group of few tests (mypy's, the
 # one-test class modules) is named here, or it would be queued among the last and leave one worker
