@@ -207,8 +207,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     size = SIZES[args.size]
     torch.set_num_threads(1)
-    version = subprocess.run([str(server.PYTHON), "-c", "import vllm; print(vllm.__version__)"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    version = server.version()
     with VllmServer() as srv:
         sub = zmq.Context.instance().socket(zmq.SUB)
         sub.setsockopt(zmq.SUBSCRIBE, b"")

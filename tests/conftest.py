@@ -115,10 +115,10 @@ def static_site(tmp_path_factory):
 
 @pytest.hookimpl(tryfirst=True)  # (before xdist's own, which reads the groups off the markers)
 def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (make test: a worker per core and one more, `--dist loadgroup`), the tests of one module run
-    in one worker, so that a module's own server, class or benchmark run (a module-scoped
-    fixture: tens of seconds for some) starts once, not once in each worker; and every test of
-    the session's one exported site runs in one worker, which exports it once."""
+    """Under pytest-xdist (make test: a worker per core and one more, `--dist loadgroup`), the
+    tests of one module run in one worker, so that a module's own server, class or benchmark run
+    (a module-scoped fixture: tens of seconds for some) starts once, not once in each worker; and
+    every test of the session's one exported site runs in one worker, which exports it once."""
     for item in items:
         if "static_site" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("static_site"))

