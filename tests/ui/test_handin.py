@@ -19,6 +19,7 @@ from playwright.sync_api import expect
 
 from kvviz.handin.model import HandIn
 from kvviz.handin.storage import Store
+from tools.browser import settled
 
 pytestmark = pytest.mark.ui
 
@@ -169,7 +170,9 @@ def test_a_student_hands_in_from_node_01s_prediction_and_the_teacher_sees_the_pr
                                  "row R4 needs.")
     row = student.locator(".kv-predict .kv-handin-row")
     expect(row).to_be_visible()
-    # under it
+    # under it (once the page is laid out: the verdict and the row arrive in the same update, and a
+    # busy browser reports the row's box before the verdict's text has grown its own)
+    settled(student)
     assert row.bounding_box()["y"] >= verdict.bounding_box()["y"] + verdict.bounding_box()["height"] - 1
     row.get_by_label("Your name").fill(name)
     row.get_by_role("button", name="Hand in to the teacher").click()
