@@ -126,16 +126,19 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
-# The groups that take longest (half a minute or more of a worker's time each, measured with
-# --durations on a loaded machine), queued first, longest first, so that the workers finish
-# together; the others follow, those with more tests first (pytest-xdist's own order, which make
-# test's --no-loadscope-reorder leaves to this list): a long group of few tests (mypy's, the
-# one-test class modules) is named here, or it would be queued among the last and leave one worker
-# running it alone. static_site makes the served recording first; the groups that play it follow.
-LONGEST_GROUPS = ("static_site", "vllm", "test_classroom_smoke", "test_accessibility", "test_typing",
-                  "test_played", "test_class_roster_played", "test_fidelity", "test_app", "test_layers",
-                  "test_connection", "test_handin_class", "test_notebook_played", "test_hf_export",
-                  "test_walk", "test_lecture_hall")
+# The groups that take longest (a quarter of a minute or more of a worker's time each, measured
+# with --durations in a fresh clone, 3 workers, 2026-12-06), queued first, longest first, so that
+# the workers finish together; the others follow, those with more tests first (pytest-xdist's own
+# order, which make test's --no-loadscope-reorder leaves to this list): a long group of few tests
+# (a one-test module, mypy's) is named here, or it would be queued among the last and leave one
+# worker running it alone. static_site makes the served recording first when make test's setup
+# has not; the groups that play it follow.
+LONGEST_GROUPS = ("static_site", "vllm", "test_accessibility", "test_app", "test_played",
+                  "test_played_whole_lesson", "test_classroom_smoke", "test_layers", "test_phone",
+                  "test_fidelity", "test_page_details_played", "test_walk", "test_class_roster_played",
+                  "test_handin", "test_notebook_played", "test_handin_class", "test_vllm_recorded",
+                  "test_live_frames", "test_connection", "test_parity", "test_vllm_reconnect",
+                  "test_lecture_hall", "test_hf_export", "test_typing")
 
 
 class _LongestFirst:
