@@ -116,7 +116,8 @@ def played_page(key: str) -> str:
     once per code and model: the first takes a minute or so)."""
     from kvviz.export import cache as recordings
     from kvviz.export.cache_folder import ready
-    from kvviz.export.site import export, walks
+    from kvviz.export.reuse import walks
+    from kvviz.export.site import export
     from kvviz.export.standalone import standalone
 
     if ready() is None:

@@ -106,7 +106,8 @@ def static_site(tmp_path_factory):
     as `export(walked=walks(...))` does: the same walk, not a second one; and Explain it back's
     self-checks are the served recording's (`recorded_checks`), not run on the engine again."""
     from kvviz.export import cache
-    from kvviz.export.site import export, recorded_checks, walks
+    from kvviz.export.reuse import recorded_checks, walks
+    from kvviz.export.site import export
 
     out, served = tmp_path_factory.mktemp("site"), cache.make()
     export(out, walked=walks(served), explained=recorded_checks(served))

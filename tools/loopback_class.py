@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import gzip
 import json
+import os
 import re
 import signal
 import subprocess
@@ -40,6 +41,18 @@ def read_state(port: int) -> dict | None:
     with contextlib.suppress(FileNotFoundError, ValueError):
         return json.loads(state_path(port).read_text())
     return None
+
+
+def running_state(port: int) -> dict | None:
+    """The state of a class server already running and ready on `port`, if one is."""
+    state = read_state(port)
+    if not state or not state.get("ready"):
+        return None
+    try:
+        os.kill(state["pid"], 0)
+    except OSError:
+        return None
+    return state
 
 
 class ClassServer:

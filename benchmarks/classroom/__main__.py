@@ -38,7 +38,7 @@ from pathlib import Path
 from benchmarks.classroom import clients, report
 from benchmarks.classroom.probes import chromium_probe
 from benchmarks.classroom.server import ServerMeter, renice_autogroup, wait_ready
-from tools.loopback_class import ClassServer, read_state
+from tools.loopback_class import ClassServer, read_state, running_state
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -111,21 +111,9 @@ def the_class(a: argparse.Namespace, after: int, result: dict) -> tuple[list, li
     return visits, lives, probes
 
 
-def running(port: int) -> dict | None:
-    """The state of a class server already running on `port`, if one is."""
-    state = read_state(port)
-    if not state or not state.get("ready"):
-        return None
-    try:
-        os.kill(state["pid"], 0)
-    except OSError:
-        return None
-    return state
-
-
 def run(a: argparse.Namespace) -> dict:
     env_before = dict(os.environ)
-    found = running(a.port)
+    found = running_state(a.port)
     if a.fresh:
         os.environ["KVVIZ_CACHE"] = tempfile.mkdtemp(prefix="kvviz-cache-")
     if found:

@@ -22,9 +22,9 @@ import json
 import queue
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ from kvviz.export.player import (
     wire_predictions,
 )
 from kvviz.export.recipes import recipes
-from kvviz.export.record import Recording
+from kvviz.export.reuse import CHECKS_SETUP, REGISTER, Walked
 from kvviz.handin.classroom import browser_config
 from kvviz.lesson import NODE_PAGE_TEMPLATE, SYSTEM_FONTS, Lesson, closing, opening, page_heading
 from kvviz.nodes import BY_KEY, LIVE, NODES, OUTLINE
@@ -145,52 +145,6 @@ def _by_class(doc: Document, css_class: str) -> Model:
     if len(found) != 1:
         raise LookupError(f"{len(found)} models with class {css_class!r}")
     return found[0]
-
-
-@dataclass
-class Walked:
-    """A node's recording as one page made it, its properties named by place in `model_order`
-    (`placed`), and its predictions (served pages): another page of the same export that holds
-    the node's view (the same models in the same order, from the same default state) reuses it
-    rather than walk the node's states again."""
-
-    rec: Recording
-    placed: list[list[Any]]  # [place in model_order, property name] for each of rec.props
-    predict: dict[str, Any] | None
-
-    def placed_in(self, order: Sequence[str]) -> Recording:
-        """The recording with its properties on the models `order` (another page's, by place)."""
-        return replace(self.rec, props=[[order[place], attr] for place, attr in self.placed])
-
-
-def walks(folder: Path) -> dict[str, Walked]:
-    """The walks a served recording made (kvviz/export/cache.py: its `folder`), read back from its
-    node pages and frames.json: a static export of the same code reuses them (`export(walked=)`)."""
-    decode = json.JSONDecoder().raw_decode
-    out: dict[str, Walked] = {}
-    frames = json.loads((folder / FRAMES_FILE).read_text(encoding="utf-8"))
-    for key, placed in frames.items():
-        text = (folder / f"{key}.html").read_text(encoding="utf-8")
-        start = f"window.kvvizPlayer.register({json.dumps(key)}, "
-        packed, at = decode(text, text.index(start) + len(start))
-        meta, _at = decode(text, at + len(", "))
-        rec = Recording(**json.loads(gzip.decompress(base64.b64decode(packed))))
-        out[key] = Walked(rec, placed, meta.get("predict"))
-    return out
-
-
-CHECKS_SETUP = "window.kvvizPlayer.checks.setup("  # (build_page's call: Explain it back's self-checks)
-
-
-def recorded_checks(folder: Path) -> dict[str, Any]:
-    """Explain it back's self-checks as a served recording (kvviz/export/cache.py: its `folder`)
-    answered them, read back from its index.html: a static export of the same code reuses them
-    (`export(explained=)`) rather than run every branch's engine again (`checks.meta`)."""
-    text = (folder / "index.html").read_text(encoding="utf-8")
-    found, _at = json.JSONDecoder().raw_decode(text, text.rindex(CHECKS_SETUP) + len(CHECKS_SETUP))
-    if not isinstance(found, dict):
-        raise ValueError(f"{folder / 'index.html'}: no self-checks in its call to {CHECKS_SETUP}")
-    return found
 
 
 def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], served: bool = False,
@@ -292,7 +246,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], ser
         ids["play"] = play.id if play else None
         if walked is not None and made:
             walked[key] = Walked(known.rec, placed[key], meta.get("predict"))
-        scripts.append(f"window.kvvizPlayer.register({json.dumps(key)}, {json.dumps(_pack(rec.to_json()))}, "
+        scripts.append(f"{REGISTER}{json.dumps(key)}, {json.dumps(_pack(rec.to_json()))}, "
                        f"{json.dumps(meta)}, {json.dumps(ids)}, {json.dumps(recipe.default)});")
     return doc, scripts, placed
 
@@ -335,9 +289,9 @@ def export(out: Path, live_url: str | None = None, only: list[str] | None = None
     """Write the site into `out` (only the node pages `only`, if given; else every node page and
     index.html); returns the pages written. `served`: for a server beside the live lesson
     (kvviz/serve/routes.py), whose controls that need an engine continue live. `walked`: nodes
-    already walked by this code (`walks(folder)` of its served recording), recorded from those
+    already walked by this code (`reuse.walks(folder)` of its served recording), recorded from those
     walks rather than walked again. `progress`, if given, is told before each page is made.
-    `explained`: Explain it back's self-checks as this code made them (`recorded_checks(folder)`
+    `explained`: Explain it back's self-checks as this code made them (`reuse.recorded_checks(folder)`
     of its served recording), reused rather than made again."""
     out.mkdir(parents=True, exist_ok=True)
     for name in stylesheet.STYLESHEETS:  # (the lesson's stylesheets, beside the pages)

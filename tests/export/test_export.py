@@ -106,7 +106,7 @@ def test_the_sites_self_checks_are_the_served_recordings_and_answer_every_record
     (`recorded_checks`) for the static site: its pages hold exactly those, with a question and an
     answer for every check at every branch of its node's recipe."""
     from kvviz.export import cache
-    from kvviz.export.site import recorded_checks
+    from kvviz.export.reuse import recorded_checks
     from kvviz.nodes.explain.checks import CHECKS
 
     served = recorded_checks(cache.make())

@@ -14,7 +14,8 @@ import pytest
 from kvviz import urlstate
 from kvviz.export import cache
 from kvviz.export.recipes import recipes
-from kvviz.export.site import FRAMES_FILE, build_page, model_order, page_config, provenance, walks
+from kvviz.export.reuse import walks
+from kvviz.export.site import FRAMES_FILE, build_page, model_order, page_config, provenance
 from kvviz.nodes.radix import url as radix_url
 from kvviz.nodes.radix.state import RadixState
 from kvviz.serve.live import MAX_QUERY, Service
