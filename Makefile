@@ -15,6 +15,12 @@ PROCS ?= 1
 ALLOW ?= localhost:$(PORT)
 BIN = $(VENV)/bin
 
+# Python writes the bytecode of what it imports (__pycache__, ignored by git) even where the shell
+# says PYTHONDONTWRITEBYTECODE: the lesson's, the tests' and vLLM's processes import the same
+# modules again and again, and each would compile them anew (a vLLM start takes 51 s that way
+# against 22 s, docs/testing.md).
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: lesson test test-setup test-recording bench chromium nodejs postgres compiler clean export class backends nginx vllm vllm-venv vllm-test-setup vllm-recording
 
 $(BIN)/python:
