@@ -10,15 +10,16 @@ import pytest
 from kvviz.export import walk
 from kvviz.export.record import Recording
 
-# (node 03's prefill time: this machine's clock, not the same twice)
-MEASURED = re.compile(r"\d+(?:\.\d+)? ms")
+# (node 03's prefill time, "25.5 ms" or, on a busy machine, "1.12 s" (kvviz/formatting.py
+# `seconds`): this machine's clock, not the same twice)
+MEASURED = re.compile(r"\d+(?:\.\d+)? ms|\d+\.\d\d s\b")
 
 
 def states(rec: Recording, places: list[list]) -> dict[str, list[dict]]:
     """Each branch's states as {(place, property): value}: what the page plays, whatever the order
     of the properties and values (a wall time measured in the walk left out)."""
     def same(value):
-        return MEASURED.sub("… ms", value) if isinstance(value, str) else value
+        return MEASURED.sub("…", value) if isinstance(value, str) else value
 
     return {name: [{tuple(p): same(rec.values[i]) for p, i in zip(places, row, strict=True)} for row in rows]
             for name, rows in rec.branches.items()}

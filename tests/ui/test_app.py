@@ -134,11 +134,30 @@ def test_step_at_idle_says_so_and_play_replays_the_run_from_the_start(page, less
     assert page.kv_errors == []
 
 
+# Sets window.__kvLoading once any element (in the page or a shadow root, present or to come) shows
+# Panel's spinner (class pn-loading): seen at each change of the page, not at a polling interval,
+# so a spinner shown for less than a poll (a quick fill on an idle machine) is seen too.
+SPINNER_SEEN_JS = """() => {
+  window.__kvLoading = false;
+  const seen = new WeakSet();
+  const look = (root) => { if (root.querySelector(".pn-loading")) window.__kvLoading = true; };
+  const watch = (root) => {
+    if (seen.has(root)) return;
+    seen.add(root);
+    new MutationObserver(() => { look(root); scan(root); }).observe(root, {subtree: true, childList: true, attributes: true, attributeFilter: ["class"]});
+    scan(root);
+  };
+  const scan = (root) => { for (const el of root.querySelectorAll("*")) if (el.shadowRoot) watch(el.shadowRoot); };
+  watch(document);
+}"""  # noqa: E501 (data: a string kept as written)
+
+
 def test_fill_the_pool_shows_a_spinner_while_it_works_then_the_eviction(page, lesson_url):
     page.goto(f"{lesson_url}?node=radix&sharing=1" + "&op=release" * 4)
     expect(metric(page, "SAVED")).to_have_text("0%")  # all four released: their blocks cached, idle
+    page.evaluate(SPINNER_SEEN_JS)
     page.get_by_role("button", name="Fill the pool").click()
-    expect(page.locator(".pn-loading")).not_to_have_count(0)
+    page.wait_for_function("() => window.__kvLoading", timeout=30_000)
     expect(page.locator(".kv-notice").first).to_contain_text("evicted", timeout=30_000)
     expect(page.locator(".pn-loading")).to_have_count(0)
     assert page.kv_errors == []
