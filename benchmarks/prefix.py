@@ -36,13 +36,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from benchmarks import common
-from benchmarks.common import (
-    SEED,
-    engine_config,
-    format_table,
-    random_text,
-    ratio,
-)
+from benchmarks.common import SEED, engine_config, format_table, random_text, ratio
 from engine import Engine, EngineConfig, ceil_div
 from engine.request import Status
 
@@ -144,18 +138,11 @@ def run(size: Size, num_threads: int, backend: str = BACKEND) -> dict:
     cfg = engines["on"].config
     out = {
         "benchmark": "prefix",
-        "config": {
-            "num_blocks": cfg.num_blocks,
-            "block_size": cfg.block_size,
-            "policy": cfg.policy,
-            "max_running": cfg.max_running,
-            "backend": engines["on"].backend.name,  # as resolved ('auto': native where the C builds)
-            "device": cfg.device,
-            "weights": cfg.weights,
-            "seed": cfg.seed,
-            "torch_threads": num_threads,
-            "repeats": size.repeats,
-        },
+        "config": {**{k: getattr(cfg, k) for k in ("num_blocks", "block_size", "policy", "max_running",
+                                                   "device", "weights", "seed")},
+                   # (the backend as resolved: 'auto' is native where the C builds)
+                   "backend": engines["on"].backend.name, "torch_threads": num_threads,
+                   "repeats": size.repeats},
         "workload": {
             "num_requests": size.num_requests,
             "arrival": "all requests at t=0",

@@ -116,32 +116,41 @@ def answered_by(upstreams: str | None) -> str | None:
     return upstreams.split(",")[-1].strip() if upstreams else None
 
 
-async def http_get(host: str, port: int, path: str, source: str, timeout: float = HTTP_TIMEOUT_S,
-                   decompress: bool = True) -> tuple[int, dict[str, str], bytes]:
-    """(status, headers, body) of a GET over HTTP/1.0 (no chunked encoding), sent from `source`,
+async def http_request(host: str, port: int, method: str, path: str, source: str, body: bytes = b"",
+                       headers: dict[str, str] | None = None, timeout: float = HTTP_TIMEOUT_S,
+                       decompress: bool = True) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers, body) of one HTTP/1.0 request (no chunked encoding), sent from `source`,
     accepting gzip as a browser does (the body returned is decompressed unless `decompress` is
     False: a browser's work, on its own machine; `wire_bytes` in the headers is what came over
     the socket)."""
     async def go():
         reader, writer = await asyncio.open_connection(host, port, local_addr=(source, 0))
+        extra = "".join(f"{k}: {v}\r\n" for k, v in {**(headers or {}), **(
+            {"Content-Length": str(len(body))} if method != "GET" else {})}.items())
         try:
-            writer.write(f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nUser-Agent: kvviz-classroom\r\n"
-                         f"Accept: */*\r\nAccept-Encoding: gzip\r\n\r\n".encode())
+            writer.write(f"{method} {path} HTTP/1.0\r\nHost: {host}:{port}\r\nUser-Agent: kvviz-classroom\r\n"
+                         f"Accept: */*\r\nAccept-Encoding: gzip\r\n{extra}\r\n".encode() + body)
             await writer.drain()
             raw = await reader.read()
         finally:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
-        head, _, body = raw.partition(b"\r\n\r\n")
+        head, _, answer = raw.partition(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         status = int(lines[0].split()[1])
-        headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
-        headers["wire_bytes"] = str(len(body))
-        if decompress and headers.get("content-encoding") == "gzip":
-            body = gzip.decompress(body)
-        return status, headers, body
+        said = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+        said["wire_bytes"] = str(len(answer))
+        if decompress and said.get("content-encoding") == "gzip":
+            answer = gzip.decompress(answer)
+        return status, said, answer
     return await asyncio.wait_for(go(), timeout)
+
+
+async def http_get(host: str, port: int, path: str, source: str, timeout: float = HTTP_TIMEOUT_S,
+                   decompress: bool = True) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers, body) of a GET (`http_request`)."""
+    return await http_request(host, port, "GET", path, source, timeout=timeout, decompress=decompress)
 
 
 def page_resources(page: str, page_path: str) -> list[str]:

@@ -3,7 +3,7 @@ runs only what is new (docs/benchmarks.md, "A class of 120 on the recorded lesso
 
     python -m benchmarks.classroom [--students 120] [--arrive-s 20] [--typers 12] [--enter-within S]
                                    [--backends 2] [--probes 2] [--fresh] [--clients-nice N] [--handin-s 10]
-                                   [--flood RATE [--flood-s 10]] [--port 5390] [--json PATH]
+                                   [--flood RATE [--flood-s 10]] [--probe-pages] [--port 5390] [--json PATH]
     python -m benchmarks.classroom --students 0 --typers 0 --probes 1     # one student alone
 
 It starts `make class`'s server (deploy/class_server.py: nginx in front of BACKENDS backends) on
@@ -16,9 +16,11 @@ of them within S seconds, at the teacher's word), timed to the whole answer (and
 `Server-Timing`: wait, compute); 4. PROBES Chromium pages act meanwhile (probes.py); 5. every
 student hands in within HANDIN_S, then the store is read (0 lost, 0 doubled); 6. the backends' CPU
 while the class arrives, their memory before and after. `--flood RATE`: one more address sends
-RATE live questions a second for FLOOD_S, its outcomes counted by kind. `--clients-nice N`: the
-crowd and the Chromiums (their sessions' autogroups too: Linux shares the CPU between sessions
-first) at niceness N, standing for the students' own devices; the typers apart, at normal priority.
+RATE live questions a second for FLOOD_S, its outcomes counted by kind. `--probe-pages`: one more
+address loads a backend's status and live page meanwhile (what a question must not hold up).
+`--clients-nice N`: the crowd and the Chromiums (their sessions' autogroups too: Linux shares the
+CPU between sessions first) at niceness N, standing for the students' own devices; the typers
+apart, at normal priority.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--handin-s", type=float, default=10.0, help="every student hands in within this")
     ap.add_argument("--flood", type=float, default=0.0, help="live questions a second from one address")
     ap.add_argument("--flood-s", type=float, default=10.0, help="for this many seconds, from the start")
+    ap.add_argument("--probe-pages", action="store_true", help="one more address loads a backend's pages")
     ap.add_argument("--server-arg", action="append", default=[], metavar="ARG",
                     help="one more argument for deploy/class_server.py (repeatable)")
     ap.add_argument("--json", type=Path, default=None, metavar="PATH",
@@ -101,7 +104,13 @@ def the_class(a: argparse.Namespace, after: int, result: dict) -> tuple[list, li
     if a.flood:
         threads.append(in_thread(a.clients_nice, lambda: result.update(flood=asyncio.run(
             clients.flood("127.0.0.1", a.port, a.flood, a.flood_s, after, start_at)))))
+    done = threading.Event()
+    pages = [in_thread(0, lambda: result.update(pages=asyncio.run(
+        clients.backend_pages("127.0.0.1", a.port, start_at, done))))] if a.probe_pages else []
     for t in threads:
+        t.join()
+    done.set()
+    for t in pages:
         t.join()
     visits, lives = crowd_out[0]
     if typers_out:

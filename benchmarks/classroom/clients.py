@@ -15,12 +15,12 @@ import time
 import urllib.parse
 from collections import Counter
 
-from tools.loopback_class import fetch_all, http_get, page_resources, source_address
+from tools.loopback_class import fetch_all, http_get, http_request, page_resources, source_address
 
 QUESTIONS = ["What is a page?", "Why share a prefix?", "What is a block?", "When is a block freed?",
              "What does the cache hold?", "What is eviction?", "Why are pages small?", "What is a token?",
              "What is prefill?", "What is decode?", "Who owns a block?", "What is a radix tree?"]
-FLOOD_ADDRESS = "127.2.0.1"
+FLOOD_ADDRESS, PAGES_ADDRESS = "127.2.0.1", "127.2.0.2"
 FLOOD_TIMEOUT_S = 60
 HANDIN = {"predictions": [{"node": "radix", "question": "With sharing on, how many blocks?",
                            "predicted": "18", "outcome": "18", "right": True}],
@@ -117,31 +117,13 @@ def typers_apart(out, *args) -> None:
     out.put(asyncio.run(crowd(*args, part="typers")))
 
 
-async def request(where: tuple[str, int], method: str, path: str, src: str, body: bytes = b"",
-                  headers: dict | None = None, timeout: float = 60) -> tuple[int, bytes]:
-    """(status, body) of one HTTP/1.0 request to `where` (host, port) sent from `src`."""
-    host, port = where
-
-    async def go():
-        reader, writer = await asyncio.open_connection(host, port, local_addr=(src, 0))
-        head = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-        writer.write(f"{method} {path} HTTP/1.0\r\nHost: {host}:{port}\r\n{head}"
-                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-        await writer.drain()
-        raw = await reader.read()
-        writer.close()
-        top, _, rest = raw.partition(b"\r\n\r\n")
-        return int(top.split(b" ", 2)[1]), rest
-    return await asyncio.wait_for(go(), timeout)
-
-
 async def hand_in(host: str, port: int, i: int, source: str) -> dict:
     """Student i hands in what the page's Hand in sends (one POST, from its own address)."""
     body = json.dumps({**HANDIN, "student_id": f"{i:032x}", "name": f"student {i}"}).encode()
     t0 = time.perf_counter()
     try:
-        status, answer = await request((host, port), "POST", "/lesson-handin", source, body,
-                                       {"Content-Type": "application/json"})
+        status, _h, answer = await http_request(host, port, "POST", "/lesson-handin", source, body,
+                                                {"Content-Type": "application/json"})
         ok = status == 200 and b'"ok": true' in answer
         return {"status": status, "s": time.perf_counter() - t0, "ok": ok}
     except (TimeoutError, OSError, ValueError, IndexError) as e:
@@ -164,6 +146,24 @@ def stored_handins(students: int) -> dict:
     return {"stored": len(rows), "lost": students - len({h.student_id for h in rows}),
             "doubled": sum(1 for h in rows if h.submissions != 1),
             "pulse_students": {f"{p.kind} {p.node}": p.students for p in pulse(rows)}}
+
+
+async def backend_pages(host: str, port: int, start_at: float, done) -> list[dict]:
+    """--probe-pages: from PAGES_ADDRESS, as the class comes in and types (until `done` is set), a
+    backend's small answer (/lesson-status) every 100 ms and, every fifth time, its live page
+    (/app): what a question must not hold up on the backend that runs it."""
+    await asyncio.sleep(max(0.0, start_at - time.time()))
+    out: list[dict] = []
+    while not done.is_set():
+        path = "/app?node=radix" if len(out) % 5 == 4 else "/lesson-status"
+        t0 = time.perf_counter()
+        try:
+            status = (await http_get(host, port, path, PAGES_ADDRESS, timeout=60))[0]
+        except (TimeoutError, OSError):
+            status = 0
+        out.append({"path": path.split("?")[0], "s": time.perf_counter() - t0, "status": status})
+        await asyncio.sleep(0.1)
+    return out
 
 
 async def _flooded(host: str, port: int, n: int, after: int) -> tuple[str, float]:

@@ -129,6 +129,9 @@ def table(r: dict) -> str:
          f"{srv['memory_mb']['before']['rss_mb']:.0f} / {srv['memory_mb']['before']['pss_mb']:.0f} → "
          f"{srv['memory_mb']['after']['rss_mb']:.0f} / {srv['memory_mb']['after']['pss_mb']:.0f} MB"),
     ]
+    for path in ("/lesson-status", "/app") if "pages" in r else ():
+        rows.append((f"{path} meanwhile (--probe-pages), p50 / p95 / max", _fmt(summary(
+            [p["s"] for p in r["pages"] if p["path"] == path and p["status"] == 200], 1000), " ms")))
     if "flood" in r:
         rows.append(("the flood's outcomes", json.dumps(r["flood"]["outcomes"])))
     return "\n".join(["| | |", "| --- | --- |", *(f"| {k} | {v} |" for k, v in rows)])

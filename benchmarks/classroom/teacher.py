@@ -30,12 +30,11 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from benchmarks.classroom.clients import request
 from benchmarks.classroom.report import summary
 from benchmarks.classroom.server import cpu_seconds, wait_ready
 from benchmarks.common import write_json
 from tools.browser import Server
-from tools.loopback_class import ClassServer, read_state, source_address
+from tools.loopback_class import ClassServer, http_get, http_request, read_state, source_address
 
 STEADY_S = 20.0
 PASSPHRASE = f"bench {secrets.token_hex(6)}"
@@ -54,8 +53,8 @@ class Student:
     async def run(self) -> None:
         report = {"student_id": self.id, "node": NODES[self.i % 3], "predicted": [],
                   "name": f"Student {self.i}"}
-        status, _ = await request(self.where, "POST", "/lesson-report", self.src, json.dumps(report).encode(),
-                                  {"Content-Type": "application/json"})
+        status, _h, _ = await http_request(*self.where, "POST", "/lesson-report", self.src,
+                                           json.dumps(report).encode(), {"Content-Type": "application/json"})
         self.reported = time.perf_counter()
         if status != 200:
             self.errors.append(f"report {status}")
@@ -63,7 +62,7 @@ class Student:
         while True:  # (until the benchmark cancels it)
             try:
                 since = f"?since={tag}" if tag else ""
-                status, body = await request(self.where, "GET", f"/lesson-class{since}", self.src, timeout=40)
+                status, _h, body = await http_get(*self.where, f"/lesson-class{since}", self.src, timeout=40)
                 if status == 200:
                     state = json.loads(body)
                     if state["tag"] != tag:
@@ -233,8 +232,8 @@ def run(a) -> dict:
                 q = urllib.parse.urlencode([("node", "radix"), ("sharing", "1"),
                                             ("op",
                                              f"ask:Question {k} of the bench, {secrets.token_hex(3)}?")])
-                status, _ = await request(room.teacher, "GET", f"/lesson-live?{q}", source_address(1000 + k),
-                                          timeout=120)
+                status, _h, _ = await http_get(*room.teacher, f"/lesson-live?{q}", source_address(1000 + k),
+                                               timeout=120)
                 answered.append((time.perf_counter(), status))
                 await asyncio.sleep(max(0.0, 60.0 / a.questions))
         qloop = asyncio.new_event_loop()

@@ -350,13 +350,15 @@ def test_students_spread_over_the_backends_each_stays_on_one_and_its_questions_r
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_the_benchmark_plays_a_class_of_four_on_the_running_server(server, tmp_path):
-    """`python -m benchmarks.classroom` with four students, one typing, no Chromium, against the
-    class server already running on its port: every part measured, nothing lost."""
+    """`python -m benchmarks.classroom` with four students, one typing, no Chromium, a backend's
+    pages loaded meanwhile, against the class server already running on its port: every part
+    measured, nothing lost."""
     _s, port, state = server
     out_path = tmp_path / "classroom.json"
     run = subprocess.run(
         [sys.executable, "-m", "benchmarks.classroom", "--port", str(port), "--students", "4",
-         "--typers", "1", "--arrive-s", "2", "--probes", "0", "--handin-s", "1", "--json", str(out_path)],
+         "--typers", "1", "--arrive-s", "2", "--probes", "0", "--handin-s", "1", "--probe-pages",
+         "--json", str(out_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=800)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     out = json.loads(out_path.read_text())
@@ -371,4 +373,6 @@ def test_the_benchmark_plays_a_class_of_four_on_the_running_server(server, tmp_p
     assert (handin["stored"], handin["lost"], handin["doubled"], handin["failed"]) == (4, 0, 0, 0), handin
     mem = out["server"]["memory_mb"]
     assert mem["before"]["rss_mb"] > 0 and mem["after"]["rss_mb"] > 0
-    assert "| ready page" in run.stdout
+    pages = out["pages"]  # (the status at least every 0.1 s plus its answer, the live page every fifth)
+    assert {p["path"] for p in pages} == {"/lesson-status", "/app"} and all(p["status"] == 200 for p in pages)
+    assert "| ready page" in run.stdout and "| /app meanwhile" in run.stdout
