@@ -125,8 +125,8 @@ async def http_request(host: str, port: int, method: str, path: str, source: str
     the socket)."""
     async def go():
         reader, writer = await asyncio.open_connection(host, port, local_addr=(source, 0))
-        extra = "".join(f"{k}: {v}\r\n" for k, v in {**(headers or {}), **(
-            {"Content-Length": str(len(body))} if method != "GET" else {})}.items())
+        sent = {**(headers or {}), **({} if method == "GET" else {"Content-Length": str(len(body))})}
+        extra = "".join(f"{k}: {v}\r\n" for k, v in sent.items())
         try:
             writer.write(f"{method} {path} HTTP/1.0\r\nHost: {host}:{port}\r\nUser-Agent: kvviz-classroom\r\n"
                          f"Accept: */*\r\nAccept-Encoding: gzip\r\n{extra}\r\n".encode() + body)

@@ -134,22 +134,30 @@ def test_step_at_idle_says_so_and_play_replays_the_run_from_the_start(page, less
     assert page.kv_errors == []
 
 
-# Sets window.__kvLoading once any element (in the page or a shadow root, present or to come) shows
-# Panel's spinner (class pn-loading): seen at each change of the page, not at a polling interval,
-# so a spinner shown for less than a poll (a quick fill on an idle machine) is seen too.
-SPINNER_SEEN_JS = """() => {
-  window.__kvLoading = false;
+def watch_every_root(start: str, look: str) -> str:
+    """A script for `page.evaluate`: runs `start`, then `look(root)` at each change of the page and
+    of every shadow root in it, present and to come (figures and widgets draw in shadow roots): seen
+    at each change, not at a polling interval, so a state shown for less than a poll is seen too."""
+    return """() => {
+  START
+  const look = LOOK;
   const seen = new WeakSet();
-  const look = (root) => { if (root.querySelector(".pn-loading")) window.__kvLoading = true; };
   const watch = (root) => {
     if (seen.has(root)) return;
     seen.add(root);
-    new MutationObserver(() => { look(root); scan(root); }).observe(root, {subtree: true, childList: true, attributes: true, attributeFilter: ["class"]});
+    new MutationObserver(() => { look(root); scan(root); }).observe(root, {subtree: true, childList: true, characterData: true, attributes: true, attributeFilter: ["class"]});
+    look(root);
     scan(root);
   };
   const scan = (root) => { for (const el of root.querySelectorAll("*")) if (el.shadowRoot) watch(el.shadowRoot); };
   watch(document);
-}"""  # noqa: E501 (data: a string kept as written)
+}""".replace("START", start).replace("LOOK", look)  # noqa: E501 (data: a string kept as written)
+
+
+# Sets window.__kvLoading once any element shows Panel's spinner (class pn-loading).
+SPINNER_SEEN_JS = watch_every_root(
+    "window.__kvLoading = false;",
+    '(root) => { if (root.querySelector(".pn-loading")) window.__kvLoading = true; }')
 
 
 def test_fill_the_pool_shows_a_spinner_while_it_works_then_the_eviction(page, lesson_url):
@@ -193,20 +201,11 @@ def test_hostile_prompt_shows_literally_and_runs_nothing(page, lesson_url):
 
 
 # Collects the text of every tooltip shown from now on into window.__kvTips (tooltips live in
-# figures' shadow roots: one observer per root, present and to come).
-TOOLTIP_TEXTS_JS = """() => {
-  window.__kvTips = [];
-  const seen = new WeakSet();
-  const record = (root) => { for (const t of root.querySelectorAll(".bk-tooltip-content")) window.__kvTips.push(t.textContent); };
-  const watch = (root) => {
-    if (seen.has(root)) return;
-    seen.add(root);
-    new MutationObserver(() => { record(root); scan(root); }).observe(root, {subtree: true, childList: true, characterData: true});
-    scan(root);
-  };
-  const scan = (root) => { for (const el of root.querySelectorAll("*")) if (el.shadowRoot) watch(el.shadowRoot); };
-  watch(document);
-}"""  # noqa: E501 (data: a string kept as written)
+# figures' shadow roots).
+TOOLTIP_TEXTS_JS = watch_every_root(
+    "window.__kvTips = [];",
+    '(root) => { for (const t of root.querySelectorAll(".bk-tooltip-content")) '
+    "window.__kvTips.push(t.textContent); }")
 
 
 def test_block_tooltip_shows_hostile_text_as_text(page, lesson_url):
