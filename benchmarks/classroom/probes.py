@@ -13,6 +13,30 @@ import time
 from benchmarks.classroom.server import descendants, renice_autogroup
 
 
+def watch(page, element, selector: str, before: str | None = None, pattern: str | None = None) -> None:
+    """In the page: when the text at `selector` (in `element`'s shadow root: a card's HTML is written
+    anew on a change, its root stays) first differs from `before`, or matches `pattern`, the start of
+    the next frame (its paint follows) as `window.kvShown`."""
+    root = element.element_handle().evaluate_handle("el => el.getRootNode()")
+    page.evaluate("""([root, selector, before, pattern]) => {
+        window.kvShown = null;
+        const seen = () => {
+          const v = root.querySelector(selector);
+          const text = v ? v.textContent.trim() : null;
+          return text !== null && (pattern ? new RegExp(pattern).test(text) : text !== before.trim());
+        };
+        const obs = new MutationObserver(() => seen() && (obs.disconnect() || requestAnimationFrame(() => {
+          window.kvShown = performance.now(); })));
+        obs.observe(root, {subtree: true, childList: true, characterData: true});
+      }""", [root, selector, before, pattern])
+
+
+def shown_ms(page, timeout_ms: int) -> float:
+    """Milliseconds from the last click's or key's event in the page to `watch`'s frame."""
+    shown = "() => window.kvShown !== null && Math.max(window.kvShown - window.kvT0, 0.01)"
+    return page.wait_for_function(shown, timeout=timeout_ms).json_value()
+
+
 def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> None:
     """One student in Chromium, acting for real (run in a thread while the crowd arrives)."""
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
@@ -38,9 +62,9 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
         clicks = []
         card = '.kv-metric[data-label="{}"] .kv-value'.format
         step = '.kv-step[data-node="fragmentation"]'
-        sent: list[str] = []  # every request during the scripted actions
-        # (but the class's: the state polled on a timer, the roster's reports when the node in view
-        # changes; issue 31: "nothing beyond the reports"), counted apart
+        # every request during the scripted actions (but the class's, counted apart: the state polled
+        # on a timer, the roster's reports when the node in view changes; issue 31)
+        sent: list[str] = []
         classroom: list[str] = []
         page.on("request", lambda r: None if not out.get("acting") else
                 (classroom if r.url.split("?")[0].endswith(("/lesson-class", "/lesson-report")) else sent)
@@ -60,22 +84,7 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
             role = "button" if kind == "button" else "slider" if kind.startswith("slider") else "checkbox"
             target = page.get_by_role(role, name=name).first
             target.scroll_into_view_if_needed()
-            # (the card's HTML is written anew on a change: watch its shadow root, which stays).
-            # In the page: when the text first differs, the next frame's start (its paint follows).
-            handle = target_text.element_handle().evaluate_handle("el => el.getRootNode()")
-            page.evaluate("""([root, selector, before]) => {
-                window.kvShown = null;
-                const seen = () => {
-                  const v = root.querySelector(selector);
-                  return v && v.textContent.trim() !== before.trim();
-                };
-                const obs = new MutationObserver(() => {
-                  if (seen()) {
-                    obs.disconnect(); requestAnimationFrame(() => { window.kvShown = performance.now(); }); }
-                });
-                obs.observe(root, {subtree: true, childList: true, characterData: true});
-                window.kvStop = () => obs.disconnect();
-              }""", [handle, selector, before])
+            watch(page, target_text, selector, before=before)
             out["acting"] = True
             out.setdefault("acting_windows", []).append([time.time(), None])  # (nginx's log: wall clock)
             if role == "slider":
@@ -83,12 +92,10 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
             else:
                 target.click()
             try:  # (from the click's event in the page to the frame that shows the new number)
-                ms = page.wait_for_function(
-                    "() => window.kvShown !== null && Math.max(window.kvShown - window.kvT0, 0.01)",
-                                            timeout=10_000)
-                clicks.append(ms.json_value() / 1000)
+                ms = shown_ms(page, 10_000)
+                clicks.append(ms / 1000)
                 by_action = out.setdefault("by_action", {})
-                by_action.setdefault(f"{kind} {name}", []).append(round(ms.json_value(), 1))
+                by_action.setdefault(f"{kind} {name}", []).append(round(ms, 1))
             except Exception as e:  # noqa: BLE001 (an action that changed nothing: e.g. Step at the end)
                 out["last_error"] = str(e)[:300]
                 out["unchanged"] = out.get("unchanged", 0) + 1
@@ -97,13 +104,12 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
             out["acting_windows"][-1][1] = time.time()
         out["clicks_s"] = clicks
         out["requests_during_actions"] = sent
-        # Play's pace: node 01 from its start, until step 30 (nominal 250 ms a step)
+        # Play's pace: node 01 from its start, from the click to the frame that shows step 30 (nominal
+        # 250 ms a step; timed in the page: a locator's polling would add up to half a second)
         page.get_by_role("button", name="⟲ Rewind").first.click()
-        t = time.perf_counter()
+        watch(page, page.locator(step).first, step, pattern=r"\bstep 30\b")
         page.get_by_role("button", name="▶ Play").first.click()
-        at_30 = page.locator(step).filter(has_text=re.compile(r"step 3\d")).first
-        at_30.wait_for(state="attached", timeout=60_000)
-        out["play_steps_per_s"] = 30 / (time.perf_counter() - t)
+        out["play_steps_per_s"] = 30 / (shown_ms(page, 60_000) / 1000)
         # Everyone scrolls to node 03 at the teacher's word: until its strip is on screen
         t = time.perf_counter()
         page.get_by_role("checkbox", name="Prefix sharing").first.scroll_into_view_if_needed()

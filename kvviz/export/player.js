@@ -26,6 +26,8 @@
   // server's engine answers what no recording holds
   const config = { handin: null, handinBox: null, frames: null, afterPaint: null };
   let touched = null; // the node last acted on (the keyboard's, when none is in view)
+  let acted = false; // the student has pressed or clicked something on the page (Node.warm: not after)
+  for (const kind of ["pointerdown", "keydown"]) document.addEventListener(kind, () => { acted = true; }, true);
 
   async function inflate(b64) {
     const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
@@ -60,13 +62,44 @@
 
   // Showing or hiding a section: its element's display, where the model is shown already (setting
   // a Panel FlexBox's `visible` renders its whole subtree again: 100-140 ms for one prediction row).
+  function viewOf(model) {
+    return window.Bokeh && Bokeh.index && Bokeh.index.find_one ? Bokeh.index.find_one(model) : null;
+  }
+
   function setVisible(model, on) {
-    const view = window.Bokeh && Bokeh.index && Bokeh.index.find_one ? Bokeh.index.find_one(model) : null;
+    const view = viewOf(model);
     if (view && view.el && (model.visible || !on)) {
       view.el.style.display = on ? "" : "none";
       return;
     }
     model.setv({ visible: on });
+  }
+
+  // A button enabled or disabled: on its own <button>, the model set to match without a change
+  // event (BokehJS renders a button again and lays the page out when its `disabled` changes: 9-15 ms
+  // of a Free R2 or a Reset, the most of either).
+  function setDisabled(model, on) {
+    const view = viewOf(model);
+    if (!view || !view.button_el) return false;
+    model.setv({ disabled: on }, { silent: true });
+    view.button_el.disabled = on;
+    return true;
+  }
+
+  // A button's text changed in place (Play's "▶ Play" / "❚❚ Pause"): BokehJS builds its label's
+  // view again and lays the page out when `label` changes (9-20 ms); its models are set to match
+  // without a change event, so a later render draws the same text.
+  function setLabel(model, text) {
+    const view = viewOf(model);
+    const label = view && view.label_view;
+    if (model.label === text) return;
+    if (!label || !label.el || !label.model || typeof model.label !== "string") {
+      model.label = text;
+      return;
+    }
+    label.model.setv({ content: text }, { silent: true });
+    model.setv({ label: text }, { silent: true });
+    label.el.textContent = text;
   }
 
 
@@ -164,6 +197,7 @@
           const model = this.models[i];
           if (!model) return;
           if (attr === "visible") setVisible(model, Boolean(this.rec.values[vi]));
+          else if (attr === "disabled" && setDisabled(model, Boolean(this.rec.values[vi]))) return;
           else {
             const v = decode(this.rec.values[vi]);
             if (attr === "value" && typeof v === "string") this.echoes.add(v); // (a box's text set here, not typed)
@@ -230,6 +264,37 @@
       });
     }
 
+    // A page's first action took ~15 ms more than the same action after it (the browser had compiled
+    // none of the player's or BokehJS's code for it, and no view had been updated or shown yet): once
+    // the page is idle, and before the student acts, each node shows the settled end that differs most
+    // from what it shows and comes back, in one task (so none of it is painted).
+    warm() {
+      if (acted || this.timer !== null || !this.shown || this.said || this.branch.startsWith("live")) return;
+      const here = this.shown;
+      let best = null;
+      let most = 0;
+      for (const [branch, rows] of Object.entries(this.rec.branches)) {
+        const row = rows[rows.length - 1];
+        let n = 0;
+        for (let i = 0; i < row.length; i++) if (row[i] !== here[i] && !this.later(i)) n += 1;
+        if (n > most) [best, most] = [branch, n];
+      }
+      if (best === null) return;
+      this.warmed = best;
+      const { branch, index, echoes } = this;
+      this.echoes = new Set(echoes); // (a text shown for a moment here is not one the page showed)
+      try {
+        this.branch = best;
+        this.index = this.rec.branches[best].length - 1;
+        this.show();
+      } finally {
+        this.branch = branch;
+        this.index = index;
+        this.show();
+        this.echoes = echoes;
+      }
+    }
+
     last() { return this.rec.branches[this.branch].length - 1; }
     link() { return this.rec.links ? this.rec.links[this.branch] || "" : ""; }
 
@@ -258,7 +323,7 @@
                                  this.period);
       }
       const button = this.playButton;
-      if (button) afterPaint(() => { button.label = this.timer !== null ? "❚❚ Pause" : "▶ Play"; });
+      if (button) afterPaint(() => setLabel(button, this.timer !== null ? "❚❚ Pause" : "▶ Play"));
       this.sayPlaying();
     }
 
@@ -326,6 +391,7 @@
           }
         }
         document.documentElement.dataset[`kvReady${name[0].toUpperCase()}${name.slice(1)}`] = "1";
+        (window.requestIdleCallback || ((f) => setTimeout(f, 500)))(() => node.warm(), { timeout: 3000 });
       };
       start();
     },

@@ -234,6 +234,52 @@ def test_a_figures_size_follows_the_state_shown_even_after_quick_toggles(page, r
     }""", timeout=10_000)
 
 
+def test_a_buttons_state_and_text_change_on_the_button_itself(page, recorded):
+    """Free R2's button is disabled once R2 is freed and enabled by Reset, and Play's text says
+    what it does, on the same <button> element (BokehJS would render a new one, laying the page out:
+    9-20 ms of a click); a render after that draws what the model holds."""
+    open_lesson(page, recorded)
+    free = page.get_by_role("button", name="Free R2").first
+    element = free.element_handle()
+    free.click()
+    expect(free).to_be_disabled()
+    page.get_by_role("button", name="Reset").first.click()
+    expect(free).to_be_enabled()
+    play = page.get_by_role("button", name="▶ Play").first.element_handle()
+    play.click()
+    expect(page.get_by_role("button", name="❚❚ Pause").first).to_be_visible()
+    page.get_by_role("button", name="❚❚ Pause").first.click()
+    expect(page.get_by_role("button", name="▶ Play").first).to_be_visible()
+    assert element.evaluate("el => el.isConnected") and play.evaluate("el => el.isConnected")
+    # (the models agree: a button drawn again from them shows the same state and text)
+    models = page.evaluate("""() => { const n = window.kvvizPlayer.nodes.fragmentation;
+      const buttons = [...new Set(n.models)].filter((m) => m && m.type === 'panel.models.widgets.Button');
+      return [n.playButton.label, buttons.some((m) => m.label === 'Free R2' && m.disabled === false)]; }""")
+    assert models == ["▶ Play", True]
+    assert page.kv_errors == []
+
+
+def test_the_warm_up_before_a_first_action_leaves_the_page_as_it_was(page, recorded):
+    """Once the page is idle, each node shows another recorded state and comes back in one task (the
+    first action's code then runs compiled): every card, step and the address bar read as before,
+    and nothing is sent."""
+    page.add_init_script("window.kvIdle = []; window.requestIdleCallback = (f) => window.kvIdle.push(f);")
+    traffic = open_lesson(page, recorded)
+    read = """() => {
+      const roots = (r) => [...r.querySelectorAll('*')]
+        .flatMap((e) => e.shadowRoot ? [e.shadowRoot, ...roots(e.shadowRoot)] : []);
+      return [location.href, ...[document, ...roots(document)]
+        .flatMap((r) => [...r.querySelectorAll('.kv-metric, .kv-step')].map((x) => x.textContent))]; }"""
+    before = page.evaluate(read)
+    assert len(before) > 10 and page.evaluate("window.kvIdle.length") == 3
+    page.evaluate("() => window.kvIdle.splice(0).forEach((f) => f())")
+    warmed = page.evaluate("Object.values(window.kvvizPlayer.nodes).map((n) => n.name + ':' + !!n.warmed)")
+    assert sorted(warmed) == ["fragmentation:true", "paging:true", "radix:true"]
+    page.wait_for_timeout(700)  # (the address bar is written at most twice a second)
+    assert page.evaluate(read) == before
+    assert traffic["requests"] == [] and page.kv_errors == []
+
+
 def test_continue_to_node_04_lands_on_its_live_link(page, recorded):
     """The last recorded node's "Continue" goes to node 04's section of the page (a live link)."""
     open_lesson(page, recorded)
