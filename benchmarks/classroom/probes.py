@@ -41,7 +41,7 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
     """One student in Chromium, acting for real (run in a thread while the crowd arrives)."""
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
 
-    from tools.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: PLC0415
+    from tools.browser import CHROMIUM, CHROMIUM_ARGS, settled  # noqa: PLC0415
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -57,6 +57,8 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
         for key in ("Fragmentation", "Paging", "Radix"):
             page.wait_for_function(f"document.documentElement.dataset.kvReady{key} === '1'", timeout=120_000)
         out["ready_s"] = time.perf_counter() - t0
+        settled(page, timeout=60_000)  # (a student acts on a page drawn: its layout still for 5 frames)
+        out["settled_s"] = time.perf_counter() - t0
         page.evaluate("""() => { for (const kind of ['pointerdown', 'keydown'])
             document.addEventListener(kind, () => { window.kvT0 = performance.now(); }, true); }""")
         clicks = []
@@ -64,11 +66,10 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
         step = '.kv-step[data-node="fragmentation"]'
         # every request during the scripted actions (but the class's, counted apart: the state polled
         # on a timer, the roster's reports when the node in view changes; issue 31)
-        sent: list[str] = []
-        classroom: list[str] = []
-        page.on("request", lambda r: None if not out.get("acting") else
-                (classroom if r.url.split("?")[0].endswith(("/lesson-class", "/lesson-report")) else sent)
-                .append(r.url))
+        sent, classroom = [], []
+        own = ("/lesson-class", "/lesson-report")
+        page.on("request", lambda r: out.get("acting") and (classroom if r.url.split("?")[0].endswith(own)
+                                                            else sent).append(r.url))
         out["class_requests_during_actions"] = classroom
         plan = [("button", "Add request", '.kv-step[data-node="paging"]'),
                 ("button", "Free R2", card("LARGEST GAP")), ("button", "Reset", card("LARGEST GAP")),
@@ -94,8 +95,7 @@ def chromium_probe(base: str, out: dict, actions: int = 24, nice: int = 0) -> No
             try:  # (from the click's event in the page to the frame that shows the new number)
                 ms = shown_ms(page, 10_000)
                 clicks.append(ms / 1000)
-                by_action = out.setdefault("by_action", {})
-                by_action.setdefault(f"{kind} {name}", []).append(round(ms, 1))
+                out.setdefault("by_action", {}).setdefault(f"{kind} {name}", []).append(round(ms, 1))
             except Exception as e:  # noqa: BLE001 (an action that changed nothing: e.g. Step at the end)
                 out["last_error"] = str(e)[:300]
                 out["unchanged"] = out.get("unchanged", 0) + 1

@@ -88,7 +88,7 @@ def chromium(probes: list[dict]) -> dict:
 
     sent = [u for p in probes for u in p.get("requests_during_actions", [])]
     clicks = [c for p in probes for c in p.get("clicks_s", [])]
-    return {"ready_s": each("ready_s"), "click_ms": summary(clicks, 1000),
+    return {"ready_s": each("ready_s"), "settled_s": each("settled_s"), "click_ms": summary(clicks, 1000),
             "unchanged": sum(p.get("unchanged", 0) for p in probes),
             "play_steps_per_s": each("play_steps_per_s"),
             "scroll_to_node_s": each("scroll_s", 3), "typed_question_s": each("typed_s", 3),

@@ -26,8 +26,6 @@
   // server's engine answers what no recording holds
   const config = { handin: null, handinBox: null, frames: null, afterPaint: null };
   let touched = null; // the node last acted on (the keyboard's, when none is in view)
-  let acted = false; // the student has pressed or clicked something on the page (Node.warm: not after)
-  for (const kind of ["pointerdown", "keydown"]) document.addEventListener(kind, () => { acted = true; }, true);
 
   async function inflate(b64) {
     const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
@@ -143,8 +141,8 @@
 
   class Node {
     constructor(name, rec, meta, doc, ids) {
-      Object.assign(this, { name, rec, meta, doc, ids, shown: null, timer: null, period: 250, lives: 0, asked: 0,
-                           echoes: new Set() });
+      Object.assign(this, { name, rec, meta, doc, ids, shown: null, timer: null, hidden: false, stale: false,
+                           period: 250, lives: 0, asked: 0, echoes: new Set() });
       this.models = rec.props.map(([id]) => doc.get_model_by_id(id));
       this.playButton = ids.play ? doc.get_model_by_id(ids.play) : null;
       this.vars = { ...(meta.vars || {}) }; // the player's variables, which name the branch shown
@@ -179,6 +177,7 @@
     }
 
     show() {
+      this.stale = false;
       const row = this.rec.branches[this.branch][this.index];
       const resize = []; // (set after the numbers and pictures are painted: `later`)
       this.applying = true;
@@ -264,44 +263,16 @@
       });
     }
 
-    // A page's first action took ~15 ms more than the same action after it (the browser had compiled
-    // none of the player's or BokehJS's code for it, and no view had been updated or shown yet): once
-    // the page is idle, and before the student acts, each node shows the settled end that differs most
-    // from what it shows and comes back, in one task (so none of it is painted).
-    warm() {
-      if (acted || this.timer !== null || !this.shown || this.said || this.branch.startsWith("live")) return;
-      const here = this.shown;
-      let best = null;
-      let most = 0;
-      for (const [branch, rows] of Object.entries(this.rec.branches)) {
-        const row = rows[rows.length - 1];
-        let n = 0;
-        for (let i = 0; i < row.length; i++) if (row[i] !== here[i] && !this.later(i)) n += 1;
-        if (n > most) [best, most] = [branch, n];
-      }
-      if (best === null) return;
-      this.warmed = best;
-      const { branch, index, echoes } = this;
-      this.echoes = new Set(echoes); // (a text shown for a moment here is not one the page showed)
-      try {
-        this.branch = best;
-        this.index = this.rec.branches[best].length - 1;
-        this.show();
-      } finally {
-        this.branch = branch;
-        this.index = index;
-        this.show();
-        this.echoes = echoes;
-      }
-    }
-
     last() { return this.rec.branches[this.branch].length - 1; }
     link() { return this.rec.links ? this.rec.links[this.branch] || "" : ""; }
 
     step() {
       if (this.index < this.last()) {
         this.index += 1;
-        this.show();
+        if (this.timer !== null && this.hidden) { // (Play, scrolled away: drawn when seen: watchView)
+          this.stale = true;
+          writeUrl();
+        } else this.show();
         return true;
       }
       return false;
@@ -313,6 +284,7 @@
       if (this.timer !== null) {
         clearInterval(this.timer);
         this.timer = null;
+        if (this.stale) this.show(); // (the step it stopped at, drawn)
       }
       if (on) {
         if (this.index >= this.last()) {
@@ -325,6 +297,27 @@
       const button = this.playButton;
       if (button) afterPaint(() => setLabel(button, this.timer !== null ? "❚❚ Pause" : "▶ Play"));
       this.sayPlaying();
+    }
+
+    // Whether any of the node's section (class kv-node-<name>, up from its views across their shadow
+    // roots) is on screen (the live lesson's sensor, kvviz/web/lazy.js, asks the same). Play keeps
+    // its time while the node is scrolled away but draws none of its steps (`step`: 20-30 ms each of
+    // node 02's); the step it is at is drawn once the node is back on screen, or when the run stops.
+    watchView() {
+      if (!window.IntersectionObserver) return;
+      for (const model of this.models) {
+        const view = model ? viewOf(model) : null;
+        for (let el = view && view.el; el; el = el.parentElement || (el.getRootNode && el.getRootNode().host)) {
+          if (el.classList && el.classList.contains(`kv-node-${this.name}`)) {
+            this.section = el;
+            new IntersectionObserver((entries) => {
+              this.hidden = !entries[entries.length - 1].isIntersecting;
+              if (!this.hidden && this.stale) this.show();
+            }).observe(el);
+            return;
+          }
+        }
+      }
     }
 
     act(action, value) {
@@ -377,6 +370,7 @@
         const node = new Node(name, rec, meta, doc, ids || {});
         node.initial = (rec.branches[defaultBranch] || []).at(-1);
         nodes[name] = node;
+        node.watchView();
         const wanted = node.fromLink(location.search);
         if (wanted) {
           node.go(wanted.branch, wanted.index);
@@ -391,7 +385,6 @@
           }
         }
         document.documentElement.dataset[`kvReady${name[0].toUpperCase()}${name.slice(1)}`] = "1";
-        (window.requestIdleCallback || ((f) => setTimeout(f, 500)))(() => node.warm(), { timeout: 3000 });
       };
       start();
     },

@@ -259,25 +259,24 @@ def test_a_buttons_state_and_text_change_on_the_button_itself(page, recorded):
     assert page.kv_errors == []
 
 
-def test_the_warm_up_before_a_first_action_leaves_the_page_as_it_was(page, recorded):
-    """Once the page is idle, each node shows another recorded state and comes back in one task (the
-    first action's code then runs compiled): every card, step and the address bar read as before,
-    and nothing is sent."""
-    page.add_init_script("window.kvIdle = []; window.requestIdleCallback = (f) => window.kvIdle.push(f);")
-    traffic = open_lesson(page, recorded)
-    read = """() => {
-      const roots = (r) => [...r.querySelectorAll('*')]
-        .flatMap((e) => e.shadowRoot ? [e.shadowRoot, ...roots(e.shadowRoot)] : []);
-      return [location.href, ...[document, ...roots(document)]
-        .flatMap((r) => [...r.querySelectorAll('.kv-metric, .kv-step')].map((x) => x.textContent))]; }"""
-    before = page.evaluate(read)
-    assert len(before) > 10 and page.evaluate("window.kvIdle.length") == 3
-    page.evaluate("() => window.kvIdle.splice(0).forEach((f) => f())")
-    warmed = page.evaluate("Object.values(window.kvvizPlayer.nodes).map((n) => n.name + ':' + !!n.warmed)")
-    assert sorted(warmed) == ["fragmentation:true", "paging:true", "radix:true"]
-    page.wait_for_timeout(700)  # (the address bar is written at most twice a second)
-    assert page.evaluate(read) == before
-    assert traffic["requests"] == [] and page.kv_errors == []
+def test_play_keeps_its_time_scrolled_away_and_draws_the_step_it_is_at_when_seen(page, recorded):
+    """Play keeps its pace while its node is scrolled away but draws none of those steps; once the
+    node is back on screen (or the run stops), the step it is at is drawn."""
+    open_lesson(page, recorded)
+    frag = "window.kvvizPlayer.nodes.fragmentation"
+    counter = page.locator('.kv-step[data-node="fragmentation"]').first
+    page.get_by_role("button", name="⟲ Rewind").first.click()
+    page.get_by_role("button", name="▶ Play").first.click()
+    page.wait_for_function(f"{frag}.index >= 2")
+    page.evaluate("window.kvvizPlayer.nodes.radix.section.scrollIntoView()")
+    page.wait_for_function(f"{frag}.hidden")
+    shown, at = counter.text_content(), page.evaluate(f"{frag}.index")
+    page.wait_for_function(f"{frag}.index >= {at} + 3")  # (its pace kept: a step each 250 ms)
+    assert counter.text_content() == shown  # (nothing drawn meanwhile)
+    page.evaluate(f"{frag}.section.scrollIntoView()")
+    page.evaluate(f"{frag}.play(false)")
+    expect(counter).to_contain_text(f"step {page.evaluate(f'{frag}.index')} ")
+    assert page.kv_errors == []
 
 
 def test_continue_to_node_04_lands_on_its_live_link(page, recorded):
