@@ -15,9 +15,10 @@
 // (a node registered, the shortcut keys). kvviz/export/player.py joins the player's other files
 // after this one into one script (`PLAYER_JS`), in this order: player_recipe.js (a node's own
 // actions run from its recipe; the state a link names), player_live.js (what the server's engine
-// answers) and player_predict.js (predictions resolved from the recorded outcomes), which add the
-// rest of `Node`'s methods through `_internal` (below); player_handin.js (the hand-in, added to
-// `window.kvvizPlayer`); player_scroll.js (a `#<node>` link's node shown).
+// answers), player_predict.js (predictions resolved from the recorded outcomes) and player_view.js
+// (Play drawn only on screen), which add the rest of `Node`'s methods through `_internal` (below);
+// player_handin.js (the hand-in, added to `window.kvvizPlayer`); player_scroll.js (a `#<node>`
+// link's node shown).
 (function () {
   "use strict";
   const nodes = {};
@@ -299,27 +300,6 @@
       this.sayPlaying();
     }
 
-    // Whether any of the node's section (class kv-node-<name>, up from its views across their shadow
-    // roots) is on screen (the live lesson's sensor, kvviz/web/lazy.js, asks the same). Play keeps
-    // its time while the node is scrolled away but draws none of its steps (`step`: 20-30 ms each of
-    // node 02's); the step it is at is drawn once the node is back on screen, or when the run stops.
-    watchView() {
-      if (!window.IntersectionObserver) return;
-      for (const model of this.models) {
-        const view = model ? viewOf(model) : null;
-        for (let el = view && view.el; el; el = el.parentElement || (el.getRootNode && el.getRootNode().host)) {
-          if (el.classList && el.classList.contains(`kv-node-${this.name}`)) {
-            this.section = el;
-            new IntersectionObserver((entries) => {
-              this.hidden = !entries[entries.length - 1].isIntersecting;
-              if (!this.hidden && this.stale) this.show();
-            }).observe(el);
-            return;
-          }
-        }
-      }
-    }
-
     act(action, value) {
       if (this.applying) return; // (a model set by show() echoing back)
       const c = this.meta.actions || {};
@@ -409,6 +389,6 @@
     decode,
     // What the player's other files (player_*.js, joined after this one) share with this one: they
     // add `Node`'s methods (and the hand-in to this object) with these, in closures of their own.
-    _internal: { Node, config, decode, canonical, currentQuery, setVisible, escapeHtml },
+    _internal: { Node, config, decode, canonical, currentQuery, setVisible, escapeHtml, viewOf },
   };
 })();

@@ -26,10 +26,10 @@ from kvviz.state import predict
 from kvviz.web import __file__ as web_file
 from kvviz.web.js_source import js_source
 
-# The player's files, joined into one script in this order (player.js, the core, first: the next three
+# The player's files, joined into one script in this order (player.js, the core, first: the next four
 # add its `Node`'s methods, then the hand-in, then a `#<node>` link's scroll).
-PLAYER_FILES = ("player.js", "player_recipe.js", "player_live.js", "player_predict.js", "player_handin.js",
-                "player_scroll.js")
+PLAYER_FILES = ("player.js", "player_recipe.js", "player_live.js", "player_predict.js", "player_view.js",
+                "player_handin.js", "player_scroll.js")
 PLAYER_JS = js_source(__file__, *PLAYER_FILES)
 # The class the teacher runs, on a served page (classroom.js, with the sections' finder it uses):
 # set up with kvviz/handin/classroom.py's `browser_config`.
