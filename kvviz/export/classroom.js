@@ -6,7 +6,7 @@
 // and follows it: "Eyes on the teacher" over the whole page while paused, the
 // nodes past the teacher's pace held, and a "follow me" brought here once. A scripted action sends
 // nothing: a report goes only when where the page is changes, at most one a `gap_ms`.
-// `sections(root, depth, found)` (kvviz/web/find_sections.js) is joined before this file.
+// `sections(root, depth, found)` (kvviz/web/find_sections.js) is joined before it, with the player.
 (function () {
   "use strict";
   const TOKEN_KEY = "kvviz-roster-token";

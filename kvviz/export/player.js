@@ -59,12 +59,13 @@
       .map((k) => q.getAll(k).map((v) => `${k}=${v}`).join("&")).join("&");
   }
 
-  // Showing or hiding a section: its element's display, where the model is shown already (setting
-  // a Panel FlexBox's `visible` renders its whole subtree again: 100-140 ms for one prediction row).
+  // A model's view on the page (null before BokehJS has drawn it).
   function viewOf(model) {
     return window.Bokeh && Bokeh.index && Bokeh.index.find_one ? Bokeh.index.find_one(model) : null;
   }
 
+  // Showing or hiding a section: its element's display, where the model is shown already (setting
+  // a Panel FlexBox's `visible` renders its whole subtree again: 100-140 ms for one prediction row).
   function setVisible(model, on) {
     const view = viewOf(model);
     if (view && view.el && (model.visible || !on)) {
@@ -270,7 +271,7 @@
     step() {
       if (this.index < this.last()) {
         this.index += 1;
-        if (this.timer !== null && this.hidden) { // (Play, scrolled away: drawn when seen: watchView)
+        if (this.timer !== null && this.hidden) { // (Play, scrolled away: drawn when seen: player_view.js)
           this.stale = true;
           writeUrl();
         } else this.show();
@@ -389,6 +390,6 @@
     decode,
     // What the player's other files (player_*.js, joined after this one) share with this one: they
     // add `Node`'s methods (and the hand-in to this object) with these, in closures of their own.
-    _internal: { Node, config, decode, canonical, currentQuery, setVisible, escapeHtml, viewOf },
+    _internal: { Node, config, decode, canonical, currentQuery, setVisible, escapeHtml },
   };
 })();

@@ -27,13 +27,14 @@ from kvviz.web import __file__ as web_file
 from kvviz.web.js_source import js_source
 
 # The player's files, joined into one script in this order (player.js, the core, first: the next four
-# add its `Node`'s methods, then the hand-in, then a `#<node>` link's scroll).
+# add its `Node`'s methods, then the hand-in, then a `#<node>` link's scroll), after the finder of
+# the page's sections (`sections`), which two of them and classroom.js use.
 PLAYER_FILES = ("player.js", "player_recipe.js", "player_live.js", "player_predict.js", "player_view.js",
                 "player_handin.js", "player_scroll.js")
-PLAYER_JS = js_source(__file__, *PLAYER_FILES)
-# The class the teacher runs, on a served page (classroom.js, with the sections' finder it uses):
+PLAYER_JS = js_source(web_file, "find_sections.js") + "\n" + js_source(__file__, *PLAYER_FILES)
+# The class the teacher runs, on a served page, in the same script after PLAYER_JS (its `sections`):
 # set up with kvviz/handin/classroom.py's `browser_config`.
-CLASSROOM_JS = js_source(web_file, "find_sections.js") + "\n" + js_source(__file__, "classroom.js")
+CLASSROOM_JS = js_source(__file__, "classroom.js")
 
 
 def by_class(models: Iterable[Model], css_class: str) -> Model:
