@@ -23,7 +23,7 @@ from bokeh.document import Document
 from kvviz.state.node import SAYS, NodeState
 from kvviz.web import redraw
 from kvviz.web.a11y import AccessibleNames
-from kvviz.web.live_html import LiveHTML
+from kvviz.web.live_html import LiveHTML, bound_html
 
 
 def class_pace(environ=os.environ) -> int:
@@ -97,11 +97,11 @@ def notice_line(state: NodeState, at: str) -> LiveHTML:
     """The state's notice, shown here when the action it is about was done `at` here: next to
     the node's own controls ("controls") or next to the transport ("transport", with the class
     `kv-said-<node>`: where a played page says SAYS' sentences)."""
-    def html_for(text, level, where):
-        return notice_html(text if where == at else "", level)
-    return LiveHTML(pn.bind(html_for, state.param.notice, state.param.notice_level, state.param.notice_at),
-                    sizing_mode="stretch_width", margin=(0, 10),
-                    css_classes=[f"kv-said-{state.key}"] if at == "transport" else [])
+    def html_for():
+        return notice_html(state.notice if state.notice_at == at else "", state.notice_level)
+    return bound_html(html_for, state.param.notice, state.param.notice_level, state.param.notice_at,
+                      sizing_mode="stretch_width", margin=(0, 10),
+                      css_classes=[f"kv-said-{state.key}"] if at == "transport" else [])
 
 
 SHORTCUTS = ('<details class="kv-more kv-shortcuts"><summary>Keys</summary><kbd>space</kbd> play or pause · '
@@ -141,8 +141,9 @@ class Transport(pn.viewable.Viewer):
         self.speed = pn.widgets.Select(options=SPEEDS, value=PLAY_PERIOD_MS, width=190, margin=(5, 10),
                                        css_classes=["kv-speed"])
         self.speed.param.watch(lambda e: self.player.set_period(e.new), "value")
-        self.counter = LiveHTML(pn.bind(self._counter, s.param.version, s.param.playing), margin=(8, 10),
-                                css_classes=["kv-counter"])  # (a played page says "playing" in it)
+        # (a played page says "playing" in it)
+        self.counter = bound_html(lambda: self._counter(s.version, s.playing), s.param.version,
+                                  s.param.playing, margin=(8, 10), css_classes=["kv-counter"])
         self.notice = notice_line(s, "transport")
         self._layout = pn.Column(
             pn.FlexBox(self.rewind, self.back, self.fwd, self.play, self.speed, self.counter,

@@ -16,16 +16,16 @@ from kvviz.figures.metric_card import card_row
 from kvviz.handin.session import HandInSession
 from kvviz.handin.view import HandInView
 from kvviz.state.node import NodeState
-from kvviz.web.live_html import LiveHTML
+from kvviz.web.live_html import bound_html
 from kvviz.web.refs import value
 
 
 def badge(node: str, snapshot: param.Parameter) -> pn.pane.HTML:
     """Which engine backend and device are live, read from a snapshot parameter."""
-    def html_for(*_):
+    def html_for():
         return (f'<span class="kv-badge" data-node="{node}" title="The engine backend and device '
                 f'running this node">engine: {html.escape(fmt.backend_badge(value(snapshot)))}</span>')
-    return LiveHTML(pn.bind(html_for, snapshot), margin=(4, 10), align="end")
+    return bound_html(html_for, snapshot, margin=(4, 10), align="end")
 
 
 def section(key: str, *objects, outline=()) -> pn.Column:

@@ -4,6 +4,8 @@ that the keyboard and the page wiring reach the right state."""
 from __future__ import annotations
 
 import panel as pn
+import param
+import pytest
 from bokeh.models import HoverTool
 
 from kvviz.figures.block_strip import BlockStrip, strip_data
@@ -212,6 +214,35 @@ def test_live_html_sends_the_same_text_as_panels_html_pane():
     for text in ("<i>x &amp; y</i>", '<span class="kv-value">12 / 32 · 38%</span>', ""):
         ours.object = panels.object = text
         assert models[0].text == models[1].text
+
+
+def test_bound_html_follows_its_parameters_and_no_others():
+    from bokeh.document import Document
+
+    from kvviz.web.live_html import bound_html
+
+    class Owner(param.Parameterized):
+        a = param.Integer(1)
+        b = param.String("x")
+        other = param.Integer(0)
+
+    owner, made = Owner(), []
+
+    def html_of():
+        made.append(1)
+        return f"<b>{owner.a}{owner.b}</b>"
+
+    pane = bound_html(html_of, owner.param.a, owner.param.b, margin=(0, 3))
+    model = pane.get_root(Document())
+    assert model.text == pn.pane.HTML("<b>1x</b>").get_root(Document()).text and pane.margin == (0, 3)
+    owner.a = 2
+    owner.b = "y"
+    assert pane.object == "<b>2y</b>" and model.text == pn.pane.HTML("<b>2y</b>").get_root(Document()).text
+    n = len(made)
+    owner.other = 5  # (not one of its parameters: nothing is written again)
+    assert len(made) == n and pane.object == "<b>2y</b>"
+    with pytest.raises(ValueError, match="one owner"):
+        bound_html(html_of, owner.param.a, Owner().param.b)
 
 
 def test_speed_menu_changes_the_pace_of_play_even_while_playing():

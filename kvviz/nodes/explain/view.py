@@ -16,7 +16,7 @@ from kvviz.nodes.explain import text
 from kvviz.nodes.explain.checks import CHECKS
 from kvviz.nodes.explain.state import ExplainState
 from kvviz.state.predict import ResolvedPrediction
-from kvviz.web.live_html import LiveHTML
+from kvviz.web.live_html import LiveHTML, bound_html
 from kvviz.web.redraw import Redraw
 
 
@@ -96,7 +96,7 @@ class ExplainView(pn.viewable.Viewer):
             box.param.watch(lambda _e, c=c, box=box: s.check(c.key, box.value), "enter_pressed")
             checks.append(pn.Column(
                 questions[c.key], pn.Row(box, button),
-                LiveHTML(pn.bind(feedback_html, s, c.key, s.param.feedback), margin=(0, 10),
+                bound_html(lambda c=c: feedback_html(s, c.key, s.feedback), s.param.feedback, margin=(0, 10),
                          css_classes=[f"kv-check-feedback-{c.key}"]),
                 css_classes=["kv-check"], sizing_mode="stretch_width",
             ))
@@ -117,8 +117,8 @@ class ExplainView(pn.viewable.Viewer):
             facts,
             pn.pane.Markdown(text.CHECKS_HEADING, sizing_mode="stretch_width", css_classes=["kv-prose"]),
             pn.FlexBox(*checks, flex_wrap="wrap", sizing_mode="stretch_width"),
-            LiveHTML(pn.bind(predictions_html, s.param.predictions, self.outline),
-                     sizing_mode="stretch_width", css_classes=["kv-explain-predictions"]),
+            bound_html(lambda: predictions_html(s.predictions, self.outline), s.param.predictions,
+                       sizing_mode="stretch_width", css_classes=["kv-explain-predictions"]),
             download,
             self.handin_box,
             step_links("explain", self.outline),

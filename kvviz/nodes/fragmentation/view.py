@@ -10,7 +10,7 @@ from kvviz.figures.request_list import Headline, RequestList
 from kvviz.nodes.fragmentation import text
 from kvviz.nodes.view_base import NodeView, badge, prose, section
 from kvviz.web.a11y import AccessibleNames
-from kvviz.web.live_html import LiveHTML
+from kvviz.web.live_html import bound_html
 from kvviz.web.widgets import IntSlider
 
 
@@ -23,9 +23,8 @@ class FragmentationView(NodeView):
         slider.param.watch(self._touch, "value")
         free = self._button("Free R2", s.free_r2, color="warning",
                             disabled=pn.bind(bool, s.param.free_r2_off), css_classes=["kv-free-r2"])
-        off = LiveHTML(pn.bind(lambda why: f'<div class="kv-off" data-node="{s.key}">{why}</div>',
-                               s.param.free_r2_off),
-                       sizing_mode="stretch_width", margin=(0, 10))
+        off = bound_html(lambda: f'<div class="kv-off" data-node="{s.key}">{s.free_r2_off}</div>',
+                         s.param.free_r2_off, sizing_mode="stretch_width", margin=(0, 10))
         reset = self._button("Reset", s.reset)
         self._layout = section(
             s.key,

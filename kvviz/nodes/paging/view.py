@@ -11,7 +11,7 @@ from kvviz.figures.page_table import PageTable
 from kvviz.figures.request_list import RequestList
 from kvviz.nodes.paging import text
 from kvviz.nodes.view_base import NodeView, badge, prose, section
-from kvviz.web.live_html import LiveHTML
+from kvviz.web.live_html import bound_html
 
 
 class PagingView(NodeView):
@@ -39,9 +39,8 @@ class PagingView(NodeView):
             pn.FlexBox(box, add, reset, align_items="end", sizing_mode="stretch_width"),
             self._notice(),
             self._cards(text.CARDS),
-            LiveHTML(pn.bind(lambda snap: f'<p class="kv-tails">{fmt.page_tails(snap.metrics)}</p>',
-                             s.param.paged),
-                     sizing_mode="stretch_width", margin=(0, 10)),
+            bound_html(lambda: f'<p class="kv-tails">{fmt.page_tails(s.paged.metrics)}</p>', s.param.paged,
+                       sizing_mode="stretch_width", margin=(0, 10)),
             prose(text.TRY + "\n\n" + text.TRY_MORE, css_classes=["kv-try"]),
             self._prediction(),
             self._transport(),
