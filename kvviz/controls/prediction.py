@@ -18,6 +18,7 @@ from kvviz.state import predict
 from kvviz.state.node import NodeState
 from kvviz.web.a11y import AccessibleNames
 from kvviz.web.live_html import LiveHTML
+from kvviz.web.redraw import Update
 
 CHOICE = "kv-predict-choice"  # a choice's button
 # ... the one locked in (kvviz.css draws it pressed; aria-pressed says so: kvviz/web/a11y.py)
@@ -95,7 +96,7 @@ class Prediction(pn.viewable.Viewer):
         pressed = [AccessibleNames(pressed={CHOICE: CHOSEN})] if self.choices else []
         self._layout = pn.Column(self.question, self.controls, self.status, *pressed,
                                  sizing_mode="stretch_width", css_classes=["kv-predict"], margin=(4, 0))
-        s.param.watch(lambda *_e: self._render(),
+        s.param.watch(Update(self._render),
                       ["version", "predicted", "predictions", "prediction_note", "verdict_shown"])
         self._render()
 

@@ -48,6 +48,7 @@ import param
 
 from kvviz.state.card import Card
 from kvviz.web.live_html import LiveHTML
+from kvviz.web.redraw import Update
 from kvviz.web.refs import Ref, value, watch
 
 
@@ -73,7 +74,7 @@ class MetricCard(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._pane = LiveHTML(self._html(), margin=(4, 6), styles={"flex": "1 1 14rem"})
-        watch(self.snapshot, lambda _e: setattr(self._pane, "object", self._html()))
+        watch(self.snapshot, Update(lambda: setattr(self._pane, "object", self._html())))
 
     def _html(self) -> str:
         c, snap = self.card, value(self.snapshot)

@@ -17,6 +17,7 @@ import panel as pn
 import param
 
 from kvviz.process.private_api import text_only
+from kvviz.web.redraw import Update
 from kvviz.web.refs import watch
 
 # The class of a pane a played page updates just after the frame that shows a new state, not in
@@ -36,5 +37,5 @@ def bound_html(html_of: Callable[[], str], *refs: param.Parameter, **pane: Any) 
     reference on each change: that sets the pane's object through a whole `param.update`, which
     reads every one of the pane's ~60 parameters first, several times per engine step.)"""
     shown = LiveHTML(html_of(), **pane)
-    watch(refs[0], lambda *_events: setattr(shown, "object", html_of()), *refs[1:])
+    watch(refs[0], Update(lambda: setattr(shown, "object", html_of())), *refs[1:])
     return shown

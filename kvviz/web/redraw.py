@@ -57,6 +57,20 @@ class Redraw:
             pn.state.execute(lambda: flush(doc), schedule=True)
 
 
+class Update(Redraw):
+    """`Update(write)` is a watcher for a view's quick parts (a card's or a pane's text): calling it
+    runs `write()` at once, in a served session too (the numbers reach the browser before the
+    pictures); inside `held()`, once when it ends, from the state then (a live answer's or a
+    recording's set-up changes the node several times: Reset, the link's settings, its action)."""
+
+    def __call__(self, *_events) -> None:
+        held_now = getattr(_HELD, "pending", None)
+        if held_now is None:
+            self._draw()
+        else:
+            held_now[self] = None
+
+
 def flush(doc=None) -> None:
     """Run every redraw `doc` (default: the current document) has pending, in one message."""
     doc = doc or pn.state.curdoc
@@ -72,8 +86,8 @@ def flush(doc=None) -> None:
 
 @contextmanager
 def held() -> Iterator[None]:
-    """Outside a served session: the redraws asked for inside run once each when it ends, in the
-    order first asked, from the state then (nested: the outermost ends them)."""
+    """Outside a served session: the redraws (and `Update`s) asked for inside run once each when it
+    ends, in the order first asked, from the state then (nested: the outermost ends them)."""
     if getattr(_HELD, "pending", None) is not None:
         yield
         return

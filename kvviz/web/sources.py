@@ -3,7 +3,9 @@
 `assign` sends only what changed: nothing when nothing changed; the changed rows alone
 (`ColumnDataSource.patch`) when a few rows of a column changed, as when a Play step fills one
 more block; the whole column when most of it changed. A click re-sent a figure's unchanged
-positions, ids and hover texts otherwise.
+positions, ids and hover texts otherwise. (A source in no served session's document, as a walk's
+and a live answer's are, takes its changed columns whole: there is nothing to send, and Bokeh's
+patch costs twice as much in Python.)
 
 Bokeh's text glyphs lay their labels out asynchronously; when a source's length changes, the
 renderer's several updates can interleave and a label is styled from an array of the old
@@ -52,7 +54,10 @@ def assign(source, data: dict[str, list]) -> None:
         return
     changed = {k: v for k, v in data.items() if not _same(old[k], v)}
     patches, whole = {}, {}
-    for k, v in changed.items():
+    document = source.document
+    if document is None or document.session_context is None:
+        whole = changed  # (no browser to send it to: a walk, a live answer; a patch costs twice as much here)
+    for k, v in changed.items() if not whole else ():
         rows = _changed_rows(old[k], v)
         if rows is not None and len(rows) <= len(v) // PATCH_SHARE:
             patches[k] = [(i, _plain(v[i])) for i in rows]

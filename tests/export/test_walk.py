@@ -116,11 +116,16 @@ def test_a_walk_without_bokeh_s_validation_records_what_one_with_it_records(monk
     assert without[0].steps == checked[0].steps and without[0].links == checked[0].links
 
 
+def without(walked: dict[str, list[dict]], props: set) -> dict[str, list[dict]]:
+    return {name: [{p: v for p, v in row.items() if p not in props} for row in rows]
+            for name, rows in walked.items()}
+
+
 @pytest.mark.slow
 def test_a_branch_set_up_with_its_figures_drawn_once_records_what_drawing_each_change_records(monkeypatch):
     """A branch is set up (Reset, its settings, its actions) with the figures drawn once at the end
     (kvviz/web/redraw.py's `held`): the states recorded are those of a walk that draws them at
-    every change."""
+    every change (a property that that walk alone records aside: a text changed and back)."""
     import contextlib
 
     from kvviz.export import record
@@ -130,7 +135,15 @@ def test_a_branch_set_up_with_its_figures_drawn_once_records_what_drawing_each_c
     monkeypatch.setattr(record, "held", contextlib.nullcontext)
     every = walk.walk_all(branches, workers=1)
     for key in branches:
-        assert states(*once[key]) == states(*every[key])
+        a, b = states(*once[key]), states(*every[key])
+        # (a pane whose text a set-up changed and changed back, written at every change, is
+        # recorded by that walk alone, holding one value, the page's, in every state)
+        only = {p for rows in (*a.values(), *b.values()) for row in rows for p in row} - (
+            {p for rows in a.values() for row in rows for p in row}
+            & {p for rows in b.values() for row in rows for p in row})
+        for p in only:
+            assert len({repr(row[p]) for rows in (*a.values(), *b.values()) for row in rows if p in row}) == 1
+        assert without(a, only) == without(b, only)
 
 
 @pytest.mark.slow

@@ -41,3 +41,18 @@ def test_held_draws_what_was_asked_even_when_what_it_held_raised():
     assert drawn == [1]
     Redraw(lambda: drawn.append(2))()
     assert drawn == [1, 2]  # (nothing held after it)
+
+
+def test_an_update_runs_at_once_and_inside_held_once_at_its_end():
+    from kvviz.web.redraw import Update
+
+    state, written = {"n": 0}, []
+    update = Update(lambda: written.append(state["n"]))
+    update()  # (at once: in a served session too, unlike a redraw, which waits for the next tick)
+    assert written == [0]
+    with held():
+        for n in (1, 2):
+            state["n"] = n
+            update()
+        assert written == [0]
+    assert written == [0, 2]

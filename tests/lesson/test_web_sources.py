@@ -10,8 +10,17 @@ from bokeh.models import ColumnDataSource
 from kvviz.web.sources import assign
 
 
-def events_of(source, data) -> list:
+class _Session:
+    """Stands for a served session's context (a document in one sends its changes to a browser)."""
+
+
+_SESSION = _Session()
+
+
+def events_of(source, data, served: bool = True) -> list:
     doc = Document()
+    if served:
+        doc._session_context = lambda: _SESSION
     doc.add_root(source)
     seen = []
     doc.on_change(lambda event: seen.append(event))
@@ -45,6 +54,15 @@ def test_a_mostly_changed_column_or_a_new_dtype_is_sent_whole():
     (event,) = events_of(source, {"x": changed})
     assert isinstance(event, ColumnDataChangedEvent)  # (a patch would cast 0.5 into an int column)
     assert source.data["x"][0] == 0.5
+
+
+def test_outside_a_served_session_changed_columns_go_whole():
+    source = ColumnDataSource({"fill": ["a"] * 8, "x": np.arange(8.0), "y": np.zeros(8)})
+    new_x = np.arange(8.0)
+    new_x[3] = 30.0
+    (event,) = events_of(source, {"fill": ["a"] * 7 + ["b"], "x": new_x, "y": np.zeros(8)}, served=False)
+    assert isinstance(event, ColumnDataChangedEvent) and sorted(event.cols) == ["fill", "x"]
+    assert list(source.data["fill"]) == ["a"] * 7 + ["b"] and source.data["x"][3] == 30.0
 
 
 def test_binary_hands_out_new_columns_so_shared_data_is_never_changed_in_place():
