@@ -158,3 +158,11 @@ def test_a_self_check_about_a_students_own_run_is_answered_by_the_engine(service
     assert set(answer["facts"]) == {"frag_use", "frag_gap"}
     status, answer = ask(service, "node=fragmentation&check=stored_switched")  # (node 03's check)
     assert status == 400 and "no such self-check" in answer["message"]
+
+
+def test_an_answer_is_gzipped_json_that_reads_back_as_what_was_answered():
+    from kvviz.serve.live import gz
+
+    answer = {"ok": True, "values": [0.1, 1e-05, 2.5e20, -3, None, True, "<b>R1</b> · “x” \u2028", [1, 2]],
+              "rows": [[0, 1], [1, 0]], "facts": {"map": {"12": {"nd": "f", "v": [0.5, None]}}}}
+    assert json.loads(gzip.decompress(gz(answer))) == answer
