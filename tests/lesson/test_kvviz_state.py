@@ -344,3 +344,15 @@ def test_step_back_keeps_both_pools_on_the_same_requests(paging):
         assert prompts[0] == prompts[1]
         assert len(paging.added_gaps) == len(paging.added)
     assert paging.step_count == 0
+
+
+def test_node_02s_block_table_choices_are_set_only_when_the_requests_change():
+    state = PagingState()
+    seen = []
+    state.param.watch(lambda e: seen.append(list(e.new)), "request", what="objects")
+    state.step_back()
+    state.rewind()  # (the same requests, fewer tokens)
+    assert seen == []
+    assert state.add_request("A new request to the pool", settle=True)
+    assert seen == [[r.name for r in state.paged.requests]]
+    assert list(state.param.request.objects) == seen[0]

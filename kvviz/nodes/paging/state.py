@@ -40,8 +40,11 @@ class PagingState(NodeState):
     def _before_refresh(self) -> None:
         """The block table's choices are the paged pool's requests; a prediction awaiting its
         outcome is resolved once there is one (admitted or refused: a request added while playing
-        waits a step)."""
-        self.param.request.objects = [r.name for r in self.scenario.paged.snapshot().requests]
+        waits a step). (The choices are set only when they change: each setting is a message to the
+        select's view, options and all, several milliseconds on every engine step.)"""
+        names = [r.name for r in self.scenario.paged.snapshot().requests]
+        if list(self.param.request.objects) != names:
+            self.param.request.objects = names
         if self._awaited is not None and self.outcome() != "waiting":
             self._resolve_prediction()
             self._awaited = None
