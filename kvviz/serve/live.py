@@ -38,6 +38,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 import msgspec
+import numpy as np
 import panel as pn
 from bokeh.document import Document
 from bokeh.model import Model
@@ -291,5 +292,13 @@ class Service:
 def gz(data: dict[str, Any]) -> bytes:
     """An answer as gzipped JSON (kept, and sent as it is to a browser that accepts gzip). (Written
     by msgspec, which the lesson has for node 04's events: an answer's ~200 kB of JSON in a
-    tenth of the time `json.dumps` takes, the same JSON but for how a number is spelled.)"""
-    return gzip.compress(msgspec.json.encode(data), 6)
+    tenth of the time `json.dumps` takes, the same JSON but for how a number is spelled. A numpy
+    number, which `json.dumps` took as the float or int it subclasses, is written as its value.)"""
+    return gzip.compress(msgspec.json.encode(data, enc_hook=_plain), 6)
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python number it holds (msgspec asks only for types it lacks)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"An answer cannot hold a {type(value).__name__}.")

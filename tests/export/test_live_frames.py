@@ -9,6 +9,7 @@ import html
 import json
 import re
 
+import numpy as np
 import pytest
 
 from kvviz import urlstate
@@ -166,3 +167,6 @@ def test_an_answer_is_gzipped_json_that_reads_back_as_what_was_answered():
     answer = {"ok": True, "values": [0.1, 1e-05, 2.5e20, -3, None, True, "<b>R1</b> · “x” \u2028", [1, 2]],
               "rows": [[0, 1], [1, 0]], "facts": {"map": {"12": {"nd": "f", "v": [0.5, None]}}}}
     assert json.loads(gzip.decompress(gz(answer))) == answer
+    # numpy's numbers, which the engine's snapshots hold, are written as the numbers they are
+    numbers = {"v": [np.float64(0.25), np.int64(7), np.float32(0.5), np.bool_(True)]}
+    assert json.loads(gzip.decompress(gz(numbers))) == {"v": [0.25, 7, 0.5, True]}
