@@ -245,11 +245,13 @@ def test_a_buttons_state_and_text_change_on_the_button_itself(page, recorded):
     expect(free).to_be_disabled()
     page.get_by_role("button", name="Reset").first.click()
     expect(free).to_be_enabled()
-    play = page.get_by_role("button", name="▶ Play").first.element_handle()
+    play = page.get_by_role("button", name="▶ Play").first.element_handle()  # (node 01's: the page's first)
     play.click()
-    expect(page.get_by_role("button", name="❚❚ Pause").first).to_be_visible()
-    page.get_by_role("button", name="❚❚ Pause").first.click()
-    expect(page.get_by_role("button", name="▶ Play").first).to_be_visible()
+    page.wait_for_function("el => el.textContent.includes('❚❚ Pause')", arg=play)
+    assert page.evaluate("window.kvvizPlayer.nodes.fragmentation.playButton.label") == "❚❚ Pause"
+    play.click()
+    # (this button's own text: another node's Play button, always there, says nothing of this one)
+    page.wait_for_function("el => el.textContent.includes('▶ Play')", arg=play)
     assert element.evaluate("el => el.isConnected") and play.evaluate("el => el.isConnected")
     # (the models agree: a button drawn again from them shows the same state and text)
     models = page.evaluate("""() => { const n = window.kvvizPlayer.nodes.fragmentation;
