@@ -258,12 +258,26 @@ def _columns():
 
 
 def _create_tables(c: Connection) -> None:
-    """The tables and the revision counter, if missing (one process at a time)."""
+    """The tables and the revision counter, if missing (one process at a time). On PostgreSQL a
+    process that finds them made, before the schema lock or once it has it, goes on at once: forty
+    backends starting together hold the lock one query each, not a `create_all` each (its checks,
+    one after another under load, outlasted `lock_timeout` for the last of them)."""
     if c.dialect.name == "postgresql":
+        if _made(c):
+            return
         c.execute(sa.select(sa.func.pg_advisory_xact_lock(schema.SCHEMA_LOCK)))
+        if _made(c):
+            return
     schema.metadata.create_all(c)
     if c.execute(sa.select(meta.c.value).where(meta.c.name == REVISION)).first() is None:
         c.execute(sa.insert(meta).values(name=REVISION, value="0"))
+
+
+def _made(c: Connection) -> bool:
+    """Every table there, and the revision counter in it (as a committed `_create_tables` leaves them)."""
+    there = set(sa.inspect(c).get_table_names())
+    return (all(t.name in there for t in schema.metadata.sorted_tables)
+            and c.execute(sa.select(meta.c.value).where(meta.c.name == REVISION)).first() is not None)
 
 
 def _revision(c: Connection) -> int:
