@@ -242,6 +242,23 @@ def test_a_hand_in_stored_in_the_old_format_still_loads(class_db):
     assert row[0] == model.compact(predictions) and again.submissions == 2
 
 
+@pytest.mark.parametrize("class_db", ["postgresql"], indirect=True)
+def test_a_backend_that_finds_the_tables_made_does_not_wait_for_the_schema_lock(class_db):
+    """While another backend holds the schema lock (making tables), one that starts now and finds
+    them made writes at once (before, it waited for the lock: forty backends starting together held
+    it one after another, and under load the last ones waited past `lock_timeout`)."""
+    Store(class_db).save(handin(1))  # (the tables made)
+    engine = make_engine(class_db)
+    try:
+        with engine.connect() as c, c.begin():
+            c.execute(sa.select(sa.func.pg_advisory_xact_lock(schema.SCHEMA_LOCK)))  # (held until the end)
+            late = Store(class_db)
+            late.save(handin(2))
+            assert late.count() == 2
+    finally:
+        engine.dispose()
+
+
 def test_rate_limit_per_session():
     now = [0.0]
     limit = RateLimit(gap_s=3, most=3, clock=lambda: now[0])
