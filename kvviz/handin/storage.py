@@ -257,6 +257,9 @@ def _columns():
     return [handins.c[f] for f in FIELDS]
 
 
+_COUNTER = sa.select(meta.c.value).where(meta.c.name == REVISION)  # the revision counter's row
+
+
 def _create_tables(c: Connection) -> None:
     """The tables and the revision counter, if missing (one process at a time). On PostgreSQL a
     process that finds them made, before the schema lock or once it has it, goes on at once: forty
@@ -269,7 +272,7 @@ def _create_tables(c: Connection) -> None:
         if _made(c):
             return
     schema.metadata.create_all(c)
-    if c.execute(sa.select(meta.c.value).where(meta.c.name == REVISION)).first() is None:
+    if c.execute(_COUNTER).first() is None:
         c.execute(sa.insert(meta).values(name=REVISION, value="0"))
 
 
@@ -277,16 +280,16 @@ def _made(c: Connection) -> bool:
     """Every table there, and the revision counter in it (as a committed `_create_tables` leaves them)."""
     there = set(sa.inspect(c).get_table_names())
     return (all(t.name in there for t in schema.metadata.sorted_tables)
-            and c.execute(sa.select(meta.c.value).where(meta.c.name == REVISION)).first() is not None)
+            and c.execute(_COUNTER).first() is not None)
 
 
 def _revision(c: Connection) -> int:
-    return int(c.execute(sa.select(meta.c.value).where(meta.c.name == REVISION)).scalar_one())
+    return int(c.execute(_COUNTER).scalar_one())
 
 
 def _lock(c: Connection) -> None:
     """The write lock: the revision counter's row (SQLite holds its lock from BEGIN IMMEDIATE)."""
-    c.execute(sa.select(meta.c.value).where(meta.c.name == REVISION).with_for_update())
+    c.execute(_COUNTER.with_for_update())
 
 
 def _bump(c: Connection) -> int:
