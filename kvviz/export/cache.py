@@ -108,7 +108,8 @@ def _exit_with_parent() -> None:
             time.sleep(1)
         os._exit(1)
 
-    threading.Thread(target=watch, daemon=True).start()
+    # (named: a thread the recording's workers may be forked beside, kvviz/export/walk.py `forked`)
+    threading.Thread(target=watch, name="kvviz-parent-watch", daemon=True).start()
 
 
 def main() -> int:

@@ -323,12 +323,14 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     ready: queue.Queue[tuple[str, walk.Walk]] = queue.Queue()
     told = _Told(progress, total)  # (from both threads)
 
+    # (the workers forked here, before this process starts a thread: kvviz/export/walk.py `forked`)
+    workers = walk.forked(min(walk.procs(), parts)) if parts > 1 else None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-walks") as waiting:
         walking = None
         if unwalked:
             told.tell()
             walking = waiting.submit(walk.walk_all, unwalked, on_done=lambda n, _all: told.tell(pieces=n),
-                                     on_node=lambda key, made: ready.put((key, made)))
+                                     on_node=lambda key, made: ready.put((key, made)), pool=workers)
         if wanted and explained is None:
             explained = checks.meta(Lesson({}).states, recipes())
         placed_by: dict[str, dict[str, list[Any]]] = {}

@@ -156,6 +156,41 @@ def _context() -> BaseContext:
     return multiprocessing.get_context("spawn")
 
 
+# Threads that may run while `forked` forks: each only sleeps and reads its parent's pid, holding no
+# lock a child could inherit held (kvviz/export/cache.py's watch on the server that started it).
+FORK_SAFE_THREADS = {"kvviz-parent-watch"}
+
+
+def forked(workers: int | None = None) -> ProcessPoolExecutor | None:
+    """`workers` (default `procs()`) worker processes forked now from this process, which has
+    imported the lesson already: they start walking at once, with nothing to import (a fork
+    server imports it all again first: two seconds of a core, on the recording's critical path).
+    Only on Linux, from the main thread, before any other thread starts (FORK_SAFE_THREADS aside):
+    else None, and `walk_all` starts its own (`_context`). The objects made so far are frozen
+    out of the collector while forking, so that a child's collections do not copy every page it
+    shares with this process."""
+    import gc
+    import sys
+    import threading
+    import warnings
+
+    workers = workers or procs()
+    others = {t.name for t in threading.enumerate()} - {threading.main_thread().name}
+    if (workers <= 1 or sys.platform != "linux" or threading.current_thread() is not threading.main_thread()
+            or not others <= FORK_SAFE_THREADS):
+        return None
+    gc.collect()
+    gc.freeze()
+    try:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+        with warnings.catch_warnings():  # (Python 3.12+ warns of any thread: the ones left are safe)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pool.submit(int).result()  # (a fork context starts every worker at the first task)
+    finally:
+        gc.unfreeze()  # (this process's; each child keeps its own frozen)
+    return pool
+
+
 def procs() -> int:
     """Worker processes: one per core (KVVIZ_RECORD_PROCS overrides; 1: walk here, no workers)."""
     wanted = os.environ.get("KVVIZ_RECORD_PROCS", "")
@@ -172,10 +207,12 @@ STALL_S = 120.0
 
 
 def _in_workers(todo: list[Piece], left: list[int], workers: int, work: Callable[[Piece], dict[str, Any]],
-                finished: Callable[[int, dict[str, Any]], None]) -> list[int]:
-    """Walk the pieces `left` (places in `todo`) by `work` on `workers` new processes; returns the
-    places of those left undone because no piece was done for STALL_S (the workers are killed)."""
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context())
+                finished: Callable[[int, dict[str, Any]], None],
+                pool: ProcessPoolExecutor | None = None) -> list[int]:
+    """Walk the pieces `left` (places in `todo`) by `work` on `workers` new processes (`pool`'s, if
+    given); returns the places of those left undone because no piece was done for STALL_S (the
+    workers are killed)."""
+    pool = pool or ProcessPoolExecutor(max_workers=workers, mp_context=_context())
     # (the last pieces first: a node's later branches are its longer ones)
     running: dict[Future[dict[str, Any]], int] = {pool.submit(work, todo[i]): i for i in reversed(left)}
     try:
@@ -197,13 +234,15 @@ def _in_workers(todo: list[Piece], left: list[int], workers: int, work: Callable
 def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], None] = lambda d, t: None,
              workers: int | None = None,
              on_node: Callable[[str, Walk], None] = lambda key, w: None,
-             work: Callable[[Piece], dict[str, Any]] = walk_piece) -> dict[str, Walk]:
+             work: Callable[[Piece], dict[str, Any]] = walk_piece,
+             pool: ProcessPoolExecutor | None = None) -> dict[str, Walk]:
     """Every node's walk (`branches_of`: node -> its branches, in order), made by `workers`
     processes (default `procs()`; started by `_context()`); `on_done(done, total)` after each piece,
     `on_node(node, its walk)` as soon as a node's pieces are all done (a caller in another thread
     can use it meanwhile). Returns node -> (recording, its places), as `join` makes them. `work`:
-    what a worker process runs for a piece (`walk_piece`; a test's stand-in). Stuck workers (STALL_S) are
-    replaced once; stuck again, the walk fails with a sentence."""
+    what a worker process runs for a piece (`walk_piece`; a test's stand-in). `pool`: workers already
+    started (`forked`), used instead of new ones, and shut down at the end. Stuck workers (STALL_S)
+    are replaced once, by new ones; stuck again, the walk fails with a sentence."""
     todo = pieces(branches_of)
     workers = min(workers or procs(), len(todo))
     done: dict[int, dict[str, Any]] = {}
@@ -219,11 +258,13 @@ def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], No
             on_node(key, out[key])
 
     if workers <= 1:
+        if pool is not None:  # (not needed after all)
+            pool.shutdown(cancel_futures=True)
         here = _Worker()  # (views of this call's own, not those an earlier walk here left)
         for i, piece in enumerate(todo):
             finished(i, here.walk(piece))
     else:
-        left = _in_workers(todo, list(range(len(todo))), workers, work, finished)
+        left = _in_workers(todo, list(range(len(todo))), workers, work, finished, pool)
         if left:  # (stuck: once more, on new workers)
             left = _in_workers(todo, left, min(workers, len(left)), work, finished)
         if left:

@@ -199,3 +199,27 @@ def test_workers_stuck_twice_fail_the_walk_with_a_sentence(monkeypatch):
     monkeypatch.setattr(walk, "STALL_S", 2.0)
     with pytest.raises(RuntimeError, match="stopped twice with 2 of 2 pieces left"):
         walk.walk_all({"x": ["a", "b", "c"]}, workers=2, work=always_stuck)
+
+
+@pytest.mark.slow
+def test_workers_forked_from_a_process_with_one_thread_walk_the_same_states():
+    """`walk.forked` (the recording's workers forked, not started by a fork server) in a process of
+    its own (tests/export/forked_walk.py), as `python -m kvviz.export.cache` runs: never from
+    another thread or beside an unknown one (a fork there can deadlock the child); its workers'
+    walk is the same as one walk here. (Linux only: elsewhere `forked` gives None.)"""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if sys.platform != "linux":
+        pytest.skip("workers are forked only on Linux")
+    root = Path(__file__).resolve().parents[2]
+    script = str(Path(__file__).with_name("forked_walk.py"))
+    run = subprocess.run([sys.executable, script], cwd=root, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    said = json.loads(run.stdout.strip().splitlines()[-1])
+    assert said["from a thread"] and said["beside another"], said
+    assert said["forked"] and said["same states"] and said["same steps"] and said["states"] > 10, said
