@@ -1,7 +1,7 @@
 """What a saved page links, beside it: BokehJS's and Panel's libraries and Panel's component
 stylesheets copied from the installed packages into the site's `static/` (a recording opens with no
 network), and every stylesheet link versioned and preloaded (a browser keeps them). Used by
-kvviz/export/site.py's write_page.
+kvviz/export/page.py's render.
 """
 
 from __future__ import annotations

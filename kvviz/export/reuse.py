@@ -19,7 +19,7 @@ from typing import Any
 from kvviz.export.page_models import FRAMES_FILE
 from kvviz.export.record import Recording
 
-# The calls a page makes to its player (kvviz/export/site.py build_page), found again here.
+# The calls a page makes to its player (kvviz/export/page.py `Page.finish`), found again here.
 REGISTER = "window.kvvizPlayer.register("  # (a node: its recording, meta, ids, default branch)
 CHECKS_SETUP = "window.kvvizPlayer.checks.setup("  # (Explain it back's self-checks)
 

@@ -14,9 +14,11 @@ import pytest
 
 from kvviz import urlstate
 from kvviz.export import cache
+from kvviz.export.page import build_page
+from kvviz.export.page_models import FRAMES_FILE, model_order, page_config
 from kvviz.export.recipes import recipes
 from kvviz.export.reuse import walks
-from kvviz.export.site import FRAMES_FILE, build_page, model_order, page_config, provenance
+from kvviz.export.site import provenance
 from kvviz.nodes.radix import url as radix_url
 from kvviz.nodes.radix.state import RadixState
 from kvviz.serve.live import MAX_QUERY, Service
