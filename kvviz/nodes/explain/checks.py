@@ -12,6 +12,7 @@ scenario class (`type(state.scenario)`): this package imports no other node's.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,8 +35,16 @@ def _other_reserve(frag) -> int:
     return 10 if frag.reserve != 10 else 6
 
 
-def _gap_after_free(frag, _paging, _radix) -> int | None:
-    scenario = new_scenario(type(frag.scenario), frag.reserve)
+# A check's answer is a real engine run, and a pure function of what its arguments name: the node's
+# set-up (its scenario class) and the settings below, which the lesson's runs share (node 01's 32
+# recorded branches have a handful of slab lengths; every student asks about the same few). Each is
+# run once per process and set of settings (the last `ANSWERS_KEPT`), then read back.
+ANSWERS_KEPT = 64
+
+
+@functools.lru_cache(maxsize=ANSWERS_KEPT)
+def _gap_after_free_of(kind: type, reserve: int) -> int | None:
+    scenario = new_scenario(kind, reserve)
     try:
         scenario.free_r2()
     except (ValueError, KeyError):
@@ -43,8 +52,17 @@ def _gap_after_free(frag, _paging, _radix) -> int | None:
     return scenario.snapshot().metrics.largest_free_run
 
 
+def _gap_after_free(frag, _paging, _radix) -> int | None:
+    return _gap_after_free_of(type(frag.scenario), frag.reserve)
+
+
+@functools.lru_cache(maxsize=ANSWERS_KEPT)
+def _empty_of(kind: type, reserve: int) -> int:
+    return new_scenario(kind, reserve).snapshot().metrics.blocks_reserved_empty
+
+
 def _empty_with_other_reserve(frag, _paging, _radix) -> int:
-    return new_scenario(type(frag.scenario), _other_reserve(frag)).snapshot().metrics.blocks_reserved_empty
+    return _empty_of(type(frag.scenario), _other_reserve(frag))
 
 
 def _admitted_before_refusal(_frag, paging, _radix) -> int | None:
@@ -58,12 +76,18 @@ def _admitted_before_refusal(_frag, paging, _radix) -> int | None:
     return None
 
 
-def _stored_with_sharing_switched(_frag, _paging, radix) -> int:  # (as RadixState._rebuild does)
-    scenario = new_scenario(type(radix.scenario), not radix.sharing)
-    for kind, question in radix.ops:
+@functools.lru_cache(maxsize=ANSWERS_KEPT)
+def _stored_of(kind: type, sharing: bool, ops: tuple[tuple[str, str], ...]) -> int:
+    # (as RadixState._rebuild does)
+    scenario = new_scenario(kind, sharing)
+    for op, question in ops:
         with contextlib.suppress(ValueError, KeyError):  # (an op that fails is dropped, as the node does)
-            scenario.ask(question) if kind == "ask" else scenario.release_oldest()
+            scenario.ask(question) if op == "ask" else scenario.release_oldest()
     return scenario.snapshot().metrics.blocks_stored
+
+
+def _stored_with_sharing_switched(_frag, _paging, radix) -> int:
+    return _stored_of(type(radix.scenario), not radix.sharing, tuple((k, q) for k, q in radix.ops))
 
 
 CHECKS = (
