@@ -161,6 +161,16 @@ def _context() -> BaseContext:
 FORK_SAFE_THREADS = {"kvviz-parent-watch"}
 
 
+def forks(workers: int | None = None) -> bool:
+    """Whether `forked(workers)` would fork workers here and now (see there)."""
+    import sys
+    import threading
+
+    others = {t.name for t in threading.enumerate()} - {threading.main_thread().name}
+    return ((workers or procs()) > 1 and sys.platform == "linux" and others <= FORK_SAFE_THREADS
+            and threading.current_thread() is threading.main_thread())
+
+
 def forked(workers: int | None = None) -> ProcessPoolExecutor | None:
     """`workers` (default `procs()`) worker processes forked now from this process, which has
     imported the lesson already: they start walking at once, with nothing to import (a fork
@@ -168,16 +178,13 @@ def forked(workers: int | None = None) -> ProcessPoolExecutor | None:
     Only on Linux, from the main thread, before any other thread starts (FORK_SAFE_THREADS aside):
     else None, and `walk_all` starts its own (`_context`). The objects made so far are frozen
     out of the collector while forking, so that a child's collections do not copy every page it
-    shares with this process."""
+    shares with this process. What this process computed before (the engine runs its timelines
+    remember: kvviz/timeline_memo.py) each worker has too."""
     import gc
-    import sys
-    import threading
     import warnings
 
     workers = workers or procs()
-    others = {t.name for t in threading.enumerate()} - {threading.main_thread().name}
-    if (workers <= 1 or sys.platform != "linux" or threading.current_thread() is not threading.main_thread()
-            or not others <= FORK_SAFE_THREADS):
+    if not forks(workers):
         return None
     gc.collect()
     gc.freeze()
