@@ -396,5 +396,5 @@ def build_snapshot(engine: Engine) -> Snapshot:
         radix=radix,
         metrics=engine.metrics(),
         events=tuple(engine.log.events),
-        block_reads=tuple(int(x) for x in engine.last_block_reads),
+        block_reads=tuple(engine.last_block_reads.tolist()),  # (Python ints, in one call: not one per block)
     )

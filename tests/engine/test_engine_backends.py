@@ -64,3 +64,4 @@ def test_block_reads_count_each_running_request_once_per_kv_head(make_engine):
     heads = engine.config.model.num_kv_heads
     assert [snap.block_reads[b] for b in table] == [heads] * len(table)
     assert sum(snap.block_reads) == heads * len(table)
+    assert {type(n) for n in snap.block_reads} == {int}  # (plain ints: a snapshot is written as JSON)
