@@ -31,6 +31,7 @@ from kvviz.export.recipes import recipes
 from kvviz.export.reuse import Walked
 from kvviz.lesson import SYSTEM_FONTS, Lesson
 from kvviz.nodes import BY_KEY, LIVE, NODES
+from kvviz.timeline import eager_snapshots
 from kvviz.web import stylesheet
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,14 +107,16 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     told = _Told(progress, total)  # (from both threads)
     whole_keys = [*(n.key for n in recorded), "explain"]
     # (the workers forked here, before this process starts a thread: kvviz/export/walk.py `forked`.
-    # The self-checks are made first then: they run the engine through every branch, which the
-    # workers' walks then find done (each process's timelines remember their runs), a fifth of
-    # the recording's CPU not spent twice)
+    # The self-checks are made first then: they run the engine through every branch, keeping each
+    # step's snapshot (`eager_snapshots`), which the workers' walks then find done, running no
+    # engine (each process's timelines remember their runs: kvviz/timeline_memo.py, ~1,200 states
+    # of its 3,000). A fifth of the recording's CPU not spent twice)
     workers = None
     if parts > 1 and walk.forks(min(walk.procs(), parts)):
         if wanted and explained is None:
             told.tell()
-            explained = checks.meta(Lesson({}).states, recipes())
+            with eager_snapshots():
+                explained = checks.meta(Lesson({}).states, recipes())
         workers = walk.forked(min(walk.procs(), parts))
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-walks") as waiting:
         walking = None

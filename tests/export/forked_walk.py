@@ -1,11 +1,14 @@
 """Run as a script (tests/export/test_walk.py): in a process whose main thread is its only thread,
 as `python -m kvviz.export.cache` is, `walk.forked` refuses to fork from another thread or beside
-an unknown thread, then forks two workers whose walk of node 03's two branches, in two pieces,
-prints the same states as one walk of them here."""
+an unknown thread. Then, as the recording does, Explain it back's self-checks are made first,
+keeping every step's snapshot, and two workers are forked: their walk of node 03's two branches,
+in two pieces, prints the same states as one walk of them here, and neither walk runs the engine
+(the steps counted in this process, and in the workers, forked with the count)."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sys
 import threading
 from pathlib import Path
@@ -14,7 +17,22 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from test_walk import states  # noqa: E402
 
-from kvviz.export import walk  # noqa: E402
+from engine.engine import Engine  # noqa: E402
+from kvviz.export import checks, walk  # noqa: E402
+from kvviz.export.recipes import recipes  # noqa: E402
+from kvviz.lesson import Lesson  # noqa: E402
+from kvviz.timeline import eager_snapshots  # noqa: E402
+
+# Engine steps taken here and in the workers (forked: they share it), counted by Engine.step.
+STEPS = multiprocessing.Value("i", 0)
+
+
+def _counting(step):
+    def counted(self):
+        with STEPS.get_lock():
+            STEPS.value += 1
+        return step(self)
+    return counted
 
 
 def beside(name: str) -> object:
@@ -39,6 +57,9 @@ def main() -> None:
     kept = beside("kvviz-parent-watch")  # (the cache's watch on its server: safe to fork beside)
     assert kept is not None
     kept.shutdown()
+    with eager_snapshots():  # (kvviz/export/site.py: before the workers are forked)
+        checks.meta(Lesson({}).states, recipes())
+    Engine.step = _counting(Engine.step)  # type: ignore[method-assign]
     branches = {"radix": ["s0", "s1"]}
     walk.PIECE["radix"] = 2
     whole = walk.walk_all(branches, workers=1)["radix"]
@@ -51,6 +72,7 @@ def main() -> None:
                for a, b in zip(states(*whole).values(), states(*apart).values(), strict=True))
     print(json.dumps({**refused, "forked": pool is not None, "same states": same,
                       "same steps": apart[0].steps == whole[0].steps,
+                      "engine steps walking": STEPS.value,
                       "states": sum(len(r) for r in apart[0].branches.values())}))
 
 

@@ -223,3 +223,7 @@ def test_workers_forked_from_a_process_with_one_thread_walk_the_same_states():
     said = json.loads(run.stdout.strip().splitlines()[-1])
     assert said["from a thread"] and said["beside another"], said
     assert said["forked"] and said["same states"] and said["same steps"] and said["states"] > 10, said
+    # (the self-checks made first with every step's snapshot kept, as the recording makes them
+    # before it forks: a walk then runs no engine step, here or in the workers)
+    assert said["engine steps walking"] == 0, said
+
