@@ -151,4 +151,7 @@ def test_the_live_page_and_the_teacher_page_have_no_violation_of_any_impact(page
     assert every_violation(page) == []
     page.goto(served.base + "teacher")
     expect(page.get_by_label("Teacher passphrase")).to_be_visible()
+    # (the page's title is a pane of its own: under CI's load it can be drawn after the passphrase box)
+    expect(page.get_by_role("heading", name="Your class", level=1)).to_be_visible()
+    settled(page)
     assert every_violation(page) == []
