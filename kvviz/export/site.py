@@ -97,8 +97,9 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     # (served: explain is in index.html only)
     nodes = [n for n in [*recorded, *([] if served else [BY_KEY["explain"]])] if not only or n.key in only]
     # (every node's states, walked on every core: kvviz/export/walk.py. Meanwhile this process, which
-    # only waits for the workers, makes the self-checks and builds every page but for its nodes'
-    # recordings (kvviz/export/page.py), then finishes each node's page as soon as its walk is done)
+    # only waits for the workers, makes the self-checks (before the workers, where they are forked:
+    # below) and builds every page but for its nodes' recordings (kvviz/export/page.py), then
+    # finishes each node's page as soon as its walk is done)
     plan = recipes()
     unwalked = {n.key: list(plan[n.key].branches) for n in nodes if n.key in plan and n.key not in walked}
     parts = len(walk.pieces(unwalked)) if unwalked else 0
@@ -111,21 +112,21 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     # step's snapshot (`eager_snapshots`), which the workers' walks then find done, running no
     # engine (each process's timelines remember their runs: kvviz/timeline_memo.py, ~1,200 states
     # of its 3,000). A fifth of the recording's CPU not spent twice)
-    workers = None
-    if parts > 1 and walk.forks(min(walk.procs(), parts)):
+    workers, procs = None, min(walk.procs(), parts)
+    if parts > 1 and walk.forks(procs):
         if wanted and explained is None:
             told.tell()
             with eager_snapshots():
-                explained = checks.meta(Lesson({}).states, recipes())
-        workers = walk.forked(min(walk.procs(), parts))
+                explained = checks.meta(Lesson({}).states, plan)
+        workers = walk.forked(procs)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-walks") as waiting:
         walking = None
         if unwalked:
             told.tell()
             walking = waiting.submit(walk.walk_all, unwalked, on_done=lambda n, _all: told.tell(pieces=n),
                                      on_node=lambda key, made: ready.put((key, made)), pool=workers)
-        if wanted and explained is None:
-            explained = checks.meta(Lesson({}).states, recipes())
+        if wanted and explained is None:  # (not forked: made here while the workers walk)
+            explained = checks.meta(Lesson({}).states, plan)
         predicted = {k: w.predict for k, w in walked.items() if w.predict is not None}
         started = {n.key: _started([n.key], out / f"{n.key}.html",
                                    f"{page_text.TITLE} · {n.title} (recording)", live_url, facts, served,

@@ -20,6 +20,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -163,9 +165,6 @@ FORK_SAFE_THREADS = {"kvviz-parent-watch"}
 
 def forks(workers: int | None = None) -> bool:
     """Whether `forked(workers)` would fork workers here and now (see there)."""
-    import sys
-    import threading
-
     others = {t.name for t in threading.enumerate()} - {threading.main_thread().name}
     return ((workers or procs()) > 1 and sys.platform == "linux" and others <= FORK_SAFE_THREADS
             and threading.current_thread() is threading.main_thread())

@@ -87,7 +87,7 @@ def _stored_of(kind: type, sharing: bool, ops: tuple[tuple[str, str], ...]) -> i
 
 
 def _stored_with_sharing_switched(_frag, _paging, radix) -> int:
-    return _stored_of(type(radix.scenario), not radix.sharing, tuple((k, q) for k, q in radix.ops))
+    return _stored_of(type(radix.scenario), not radix.sharing, tuple(map(tuple, radix.ops)))
 
 
 CHECKS = (
