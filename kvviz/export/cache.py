@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -77,9 +78,10 @@ def _lock(file: IO[str]) -> None:
 
 
 def write_progress(root: Path, k: str, facts: dict[str, Any]) -> None:
-    """What the recording in progress is doing (read by `cache_folder.progress`), replaced whole."""
+    """What the recording in progress is doing (read by `cache_folder.progress`), replaced whole.
+    (Told from two threads at once, the walks' and the pages': each writer's part is its own.)"""
     path = progress_path(root, k)
-    part = path.with_name(f"{path.name}.{os.getpid()}")
+    part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
     part.write_text(json.dumps(facts), encoding="utf-8")
     os.replace(part, path)
 
@@ -99,8 +101,6 @@ def precompress(folder: Path) -> int:
 
 def _exit_with_parent() -> None:
     """A recording started by a server stops when the server does (it is made again next time)."""
-    import threading
-
     parent = os.getppid()
 
     def watch() -> None:

@@ -40,3 +40,29 @@ def test_the_line_is_text():
     assert recording_html("<img src=x onerror=alert(1)> 5%") == \
         '<p class="kv-recording-progress" role="status">&lt;img src=x onerror=alert(1)&gt; 5%</p>'
     assert recording_html(None) == ""
+
+
+def test_progress_told_from_two_threads_at_once_is_always_written_whole(tmp_path):
+    """A recording tells its progress from the thread that waits for the walks and from the one
+    that writes the pages (kvviz/export/site.py): neither write may find the other's part file."""
+    import json
+    import threading
+
+    errors: list[BaseException] = []
+
+    def tell(who: str) -> None:
+        try:
+            for n in range(300):
+                cache.write_progress(tmp_path, "k", {"what": who, "done": n, "total": 300})
+        except BaseException as e:  # (the old shared part name: FileNotFoundError)
+            errors.append(e)
+
+    threads = [threading.Thread(target=tell, args=(who,)) for who in ("walks", "pages")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    said = json.loads(cache_folder.progress_path(tmp_path, "k").read_text(encoding="utf-8"))
+    assert said["what"] in ("walks", "pages") and said["total"] == 300
+    assert sorted(p.name for p in tmp_path.iterdir()) == [cache_folder.progress_path(tmp_path, "k").name]
