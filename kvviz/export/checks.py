@@ -38,26 +38,48 @@ PLAYED_SAY = {
 PARTS = ("kv-explain-facts", "kv-explain-answer", "kv-explain-predictions")
 
 
-def meta(states: dict[str, Any], plan: dict[str, Recipe]) -> dict[str, Any]:
+def meta(states: dict[str, Any] | None, plan: dict[str, Recipe],
+         parts: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """What the player needs for Explain it back: every check (key, node, why, what it hides),
     and per node and recorded branch, the checks' questions and answers and the node's facts.
-    `states`: a lesson's states with no view (each node is put in each of its branches)."""
-    explain = states["explain"]
+    `states`: a lesson's states with no view (each node is put in each of its branches; None: a
+    new lesson's, if needed). `parts`: node -> `node_meta` of it, made already (each in the process
+    that walks the node: kvviz/export/walk.py); the nodes not there are made here."""
+    parts = dict(parts or {})
+    if states is None and any(node not in parts for node in checked(plan)):
+        from kvviz.lesson import Lesson
+
+        states = Lesson({}).states
     asked: dict[str, dict[str, Any]] = {}
     facts: dict[str, dict[str, Any]] = {}
-    for node in dict.fromkeys(c.node for c in CHECKS):  # (in the checks' order: the same page every time)
-        recipe = plan.get(node)
-        if recipe is None:
-            continue
-        for branch, setup in recipe.branches.items():
-            setup(states[node])
-            asked.setdefault(node, {})[branch] = asked_of(explain, node)
-            facts.setdefault(node, {})[branch] = facts_of(explain, node)
-        recipe.branches[recipe.default](states[node])
+    for node in checked(plan):  # (in the checks' order: the same page every time)
+        part = parts[node] if node in parts else node_meta(states or {}, node, plan[node])
+        asked[node], facts[node] = part["asked"], part["facts"]
     return {"checks": [{"key": c.key, "node": c.node, "why": c.why, "hides": list(c.hides)} for c in CHECKS],
             "asked": asked, "facts": facts, "order": list(FACT_NODE), "fact_node": FACT_NODE,
             "defaults": {node: recipe.default for node, recipe in plan.items()},
             "say": {**SAY, **PLAYED_SAY}}
+
+
+def checked(plan: dict[str, Recipe]) -> list[str]:
+    """The nodes some self-check asks about and `plan` records, in the checks' order."""
+    return [node for node in dict.fromkeys(c.node for c in CHECKS) if node in plan]
+
+
+def node_meta(states: dict[str, Any], node: str, recipe: Recipe) -> dict[str, Any]:
+    """One node's part of `meta`: per recorded branch, its checks' questions and answers and its
+    facts. It depends on this node's state alone (each node's part can be made in another process:
+    the one that walks it, whose engine runs the walk then finds made). The node is left at its
+    recipe's default branch."""
+    explain = states["explain"]
+    asked: dict[str, Any] = {}
+    facts: dict[str, Any] = {}
+    for branch, setup in recipe.branches.items():
+        setup(states[node])
+        asked[branch] = asked_of(explain, node)
+        facts[branch] = facts_of(explain, node)
+    recipe.branches[recipe.default](states[node])
+    return {"asked": asked, "facts": facts}
 
 
 def wire(models: Iterable[Model]) -> dict[str, str]:

@@ -133,15 +133,32 @@ class Page:
 
     doc: Document
     scripts: list[str]
+    served: bool
     nodes: list[_Node] = field(default_factory=list)
+    checks: dict[str, str] | None = None  # Explain it back's parts the player writes, if it is here
 
-    def finish(self,
-               walked: dict[str, Walked] | None = None) -> tuple[Document, list[str], dict[str, list[Any]]]:
+    def finish(self, walked: dict[str, Walked] | None = None, predicted: dict[str, Any] | None = None,
+               explained: dict[str, Any] | None = None) -> tuple[Document, list[str], dict[str, list[Any]]]:
         """The page with every node's recording: the walk `walked[key]`, or one walked here (added
         to `walked`); returns the document, its scripts and each node's recorded properties as
-        (place in `model_order`, name): what a live process reads for a frame (kvviz/serve/live.py)."""
+        (place in `model_order`, name): what a live process reads for a frame (kvviz/serve/live.py).
+        `predicted`: each node's predictions (a served page's), and `explained`: Explain it back's
+        self-checks (`checks.meta`), where this export made them already (made here if not:
+        `predicted` gets those made)."""
         scripts, placed = list(self.scripts), {}
+        predicted = {} if predicted is None else predicted
+        spare: Lesson | None = None  # (states with no view: predictions resolved, self-checks answered)
+        if self.checks is not None:  # (Explain it back, before the nodes: the player's order)
+            if not explained:
+                spare = spare or Lesson({})
+                explained = checks.meta(spare.states, recipes())
+            scripts.append(f"{CHECKS_SETUP}{json.dumps(explained)}, {json.dumps(self.checks)});")
         for node in self.nodes:
+            if self.served:
+                if node.key not in predicted:
+                    spare = spare or Lesson({})
+                    predicted[node.key] = predictions(spare.states[node.key], node.recipe)
+                node.meta["predict"] = predicted[node.key]
             known = walked.get(node.key) if walked is not None else None
             if known is None:  # (not walked by this export yet: walked now, here; kvviz/export/walk.py)
                 rec, places = walk.walk_all({node.key: list(node.recipe.branches)}, workers=1)[node.key]
@@ -156,18 +173,12 @@ class Page:
         return self.doc, scripts, placed
 
 
-def start(keys: list[str], live_url: str | None, facts: dict[str, str], served: bool = False,
-          predicted: dict[str, Any] | None = None, explained: dict[str, Any] | None = None) -> Page:
+def start(keys: list[str], live_url: str | None, facts: dict[str, str], served: bool = False) -> Page:
     """A document holding the note and the nodes `keys`, their controls wired to the player, but
-    not yet their recordings (`Page.finish`). `served`: the page is served beside the live
-    lesson, so the controls that need an engine continue their node live (else they are shown
-    disabled). `predicted`: each node's predictions (served pages), as an earlier page of this
-    export made them (reused), and where this page's are added. `explained`: Explain it back's
-    self-checks per run (`checks.meta`), when this export made them already for another page."""
+    not yet their recordings, their predictions nor Explain it back's self-checks (`Page.finish`).
+    `served`: the page is served beside the live lesson, so the controls that need an engine
+    continue their node live (else they are shown disabled)."""
     lesson, plan = Lesson({}), recipes()
-    # (states with no view: predictions are resolved on them, self-checks answered)
-    spare = Lesson({}) if served or "explain" in keys else None
-    predicted = {} if predicted is None else predicted
     # Each node's view (with, under its controls, the line that says when the server ran something live)
     views = {k: node_column(lesson, k) for k in keys}
     notes = pn.pane.HTML(note_html(facts, live_url, served), sizing_mode="stretch_width",
@@ -189,7 +200,7 @@ def start(keys: list[str], live_url: str | None, facts: dict[str, str], served: 
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)
     live_config = ({"handin": SERVED_HANDIN, "frames": SERVED_FRAMES, "handinBox": HANDIN_BOX} if served
                    else {}) | {"afterPaint": AFTER_PAINT}
-    page = Page(doc, [f"window.kvvizPlayer.configure({json.dumps(live_config)});"])
+    page = Page(doc, [f"window.kvvizPlayer.configure({json.dumps(live_config)});"], served)
     if served:  # (the class the teacher runs: the roster's reports, pause, pace, follow me)
         classroom = browser_config(SERVED_REPORT, SERVED_CLASS, OUTLINE)
         page.scripts.append(f"window.kvvizPlayer.classroom.setup({json.dumps(classroom)});")
@@ -198,11 +209,7 @@ def start(keys: list[str], live_url: str | None, facts: dict[str, str], served: 
         if recipe is None:  # explain it back: its self-checks answered from the recorded runs
             mine = _by_class(doc, f"kv-recorded-{key}").references()
             with doc.models.freeze():  # (see below)
-                parts_ids = checks.wire(mine)
-            if not explained:
-                assert spare is not None  # (there is one for a page that holds Explain it back)
-                explained = checks.meta(spare.states, plan)
-            page.scripts.append(f"{CHECKS_SETUP}{json.dumps(explained)}, {json.dumps(parts_ids)});")
+                page.checks = checks.wire(mine)
             continue
         recipe.branches[recipe.default](lesson.states[key])  # (the default branch's settled end: saved so)
         # (the line under a node's controls that says a branch was run live: node 04 has none)
@@ -230,11 +237,7 @@ def start(keys: list[str], live_url: str | None, facts: dict[str, str], served: 
         if served:
             meta["models"] = order  # (a live frame names a model by its place: kvviz/serve/live.py)
             meta["controls"] = {c.action: c.id for c in recipe.controls if c.action not in TRANSPORT_ACTIONS}
-            ids.update(predict_ids)
-            if key not in predicted:
-                assert spare is not None  # (there is one for a served page)
-                predicted[key] = predictions(spare.states[key], recipe)
-            meta["predict"] = predicted[key]
+            ids.update(predict_ids)  # (and its predictions, `Page.finish`)
         ids["play"] = play.id if play else None
         page.nodes.append(_Node(key, recipe, order, meta, ids))
     return page
@@ -246,7 +249,7 @@ def build_page(keys: list[str], live_url: str | None, facts: dict[str, str], ser
     """`start` then `Page.finish` at once: a page whose nodes' walks are done (`walked`: reused,
     their predictions too) or walked here (and added to `walked`)."""
     predicted = {k: w.predict for k, w in (walked or {}).items() if w.predict is not None}
-    return start(keys, live_url, facts, served, predicted, explained).finish(walked)
+    return start(keys, live_url, facts, served).finish(walked, predicted, explained)
 
 
 Rendered = Callable[[list[str]], str]  # a page's HTML, given its scripts (`render`)

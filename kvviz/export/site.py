@@ -24,14 +24,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from kvviz import page_text
 from kvviz.export import checks, page, walk
 from kvviz.export.page_models import FRAMES_FILE, page_config
 from kvviz.export.recipes import recipes
 from kvviz.export.reuse import Walked
-from kvviz.lesson import SYSTEM_FONTS, Lesson
+from kvviz.lesson import SYSTEM_FONTS
 from kvviz.nodes import BY_KEY, LIVE, NODES
-from kvviz.timeline import eager_snapshots
 from kvviz.web import stylesheet
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,10 +97,11 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     # (walked: node -> its walk, made for its own page and reused by index.html, or given)
     # (served: explain is in index.html only)
     nodes = [n for n in [*recorded, *([] if served else [BY_KEY["explain"]])] if not only or n.key in only]
-    # (every node's states, walked on every core: kvviz/export/walk.py. Meanwhile this process, which
-    # only waits for the workers, makes the self-checks (before the workers, where they are forked:
-    # below) and builds every page but for its nodes' recordings (kvviz/export/page.py), then
-    # finishes each node's page as soon as its walk is done)
+    # (every node's states, walked on every core: kvviz/export/walk.py, each node in one worker,
+    # which first makes what the node's pages need besides its walk: its self-checks and
+    # predictions, running its engine through every branch, runs its walk then finds made.
+    # Meanwhile this process, which only waits for the workers, builds every page but for those
+    # (kvviz/export/page.py), then finishes each node's page as soon as its walk is done)
     plan = recipes()
     unwalked = {n.key: list(plan[n.key].branches) for n in nodes if n.key in plan and n.key not in walked}
     parts = len(walk.pieces(unwalked)) if unwalked else 0
@@ -107,51 +109,68 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
     ready: queue.Queue[tuple[str, walk.Walk]] = queue.Queue()
     told = _Told(progress, total)  # (from both threads)
     whole_keys = [*(n.key for n in recorded), "explain"]
-    # (the workers forked here, before this process starts a thread: kvviz/export/walk.py `forked`.
-    # The self-checks are made first then: they run the engine through every branch, keeping each
-    # step's snapshot (`eager_snapshots`), which the workers' walks then find done, running no
-    # engine (each process's timelines remember their runs: kvviz/timeline_memo.py, ~1,200 states
-    # of its 3,000). A fifth of the recording's CPU not spent twice)
-    workers, procs = None, min(walk.procs(), parts)
-    if parts > 1 and walk.forks(procs):
-        if wanted and explained is None:
-            told.tell()
-            with eager_snapshots():
-                explained = checks.meta(Lesson({}).states, plan)
-        workers = walk.forked(procs)
+    predicted = {k: w.predict for k, w in walked.items() if w.predict is not None}
+    checked = set(checks.checked(plan)) if wanted and explained is None else set()
+    # (the nodes whose predictions a served page holds: those on its pages)
+    shown = {k for k in [*(n.key for n in nodes), *([] if only else whole_keys)] if served and k in plan}
+    needs = [walk.Facts(k, k in checked, k in shown and k not in predicted)
+             for k in dict.fromkeys([*checked, *sorted(shown)]) if k in checked or k not in predicted]
+    made: dict[str, dict[str, Any]] = {}  # node -> its part of the self-checks (`checks.node_meta`)
+
+    def facts_made(key: str, facts_of: dict[str, Any]) -> None:  # (in the walks' thread)
+        if "checks" in facts_of:
+            made[key] = facts_of["checks"]
+        if "predict" in facts_of:
+            predicted[key] = facts_of["predict"]
+
+    # (the workers forked here, before this process starts a thread: kvviz/export/walk.py `forked`)
+    lanes = len({k for k in [*unwalked, *(f.key for f in needs)]})
+    if lanes > 1:  # (this process's engine runs beside the workers' (each node's default branch, for
+        # its page): on one thread, as theirs. Two, with both cores busy, spun against them: the
+        # first page took 6 s instead of 0.8)
+        torch.set_num_threads(1)
+    workers = walk.forked(min(walk.procs(), lanes)) if lanes > 1 else None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvviz-walks") as waiting:
         walking = None
-        if unwalked:
+        if unwalked or needs:
             told.tell()
             walking = waiting.submit(walk.walk_all, unwalked, on_done=lambda n, _all: told.tell(pieces=n),
-                                     on_node=lambda key, made: ready.put((key, made)), pool=workers)
-        if wanted and explained is None:  # (not forked: made here while the workers walk)
-            explained = checks.meta(Lesson({}).states, plan)
-        predicted = {k: w.predict for k, w in walked.items() if w.predict is not None}
+                                     on_node=lambda key, w: ready.put((key, w)), pool=workers,
+                                     workers=min(walk.procs(), lanes), facts=needs, on_facts=facts_made)
         started = {n.key: _started([n.key], out / f"{n.key}.html",
-                                   f"{page_text.TITLE} · {n.title} (recording)", live_url, facts, served,
-                                   predicted, explained) for n in nodes}
+                                   f"{page_text.TITLE} · {n.title} (recording)", live_url, facts, served)
+                   for n in nodes}
         if not only:  # (the whole lesson's page, built meanwhile too: its nodes' walks are the same)
             started["index"] = _started(whole_keys, out / "index.html", f"{page_text.TITLE} (recording)",
-                                        live_url, facts, served, predicted, explained)
+                                        live_url, facts, served)
         placed_by: dict[str, dict[str, list[Any]]] = {}
-        needless = set(walked) | (set(BY_KEY) - set(plan))  # (walked already, or with no recipe)
-        first = [n for n in nodes if n.key in needless]
-        rest = walk.as_walked([n for n in nodes if n not in first], ready, walking) if walking else iter(())
-        for node, made in itertools.chain(((n, None) for n in first), rest):
-            if made is not None:
-                walked[node.key] = Walked(made[0], made[1], None)
+        # (Explain it back's page, with its self-checks, once every worker has made its part)
+        last = [n for n in nodes if n.key == "explain"]
+        first = [n for n in nodes if n.key not in unwalked and n not in last]
+        rest = (walk.as_walked([n for n in nodes if n.key in unwalked], ready, walking) if walking
+                else iter(()))
+        for node, walk_of in itertools.chain(((n, None) for n in first), rest):
+            if walk_of is not None:
+                walked[node.key] = Walked(walk_of[0], walk_of[1], None)
             told.tell(what=f"node {node.number} · {node.title}")
-            placed_by[node.key] = _finish(started[node.key], out / f"{node.key}.html", walked)
+            placed_by[node.key] = _finish(started[node.key], out / f"{node.key}.html", walked, predicted)
             still = walking is not None and not walking.done()
             told.tell(pages=told.pages + 1, what="the nodes' states" if still else told.what)
+        if walking is not None:
+            walking.result()  # (every node's facts made: a worker's error raised here)
+    if wanted and explained is None:
+        explained = checks.meta(None, plan, made)
+    for node in last:
+        placed_by[node.key] = _finish(started[node.key], out / f"{node.key}.html", walked, predicted,
+                                      explained)
+        told.tell(pages=told.pages + 1)
     frames: dict[str, list[Any]] = {}  # node -> its recorded properties (kvviz/serve/live.py)
     for node in nodes:  # (in the lesson's order, however the walks finished)
         frames.update(placed_by[node.key])
     pages = [out / f"{node.key}.html" for node in nodes]
     if not only:
         progress("the whole lesson's page", parts + len(nodes), total)
-        _finish(started["index"], out / "index.html", walked)
+        _finish(started["index"], out / "index.html", walked, predicted, explained)
         pages.append(out / "index.html")
     if served:  # (what kvviz/serve/live.py reads for a frame, beside the pages)
         (out / FRAMES_FILE).write_text(json.dumps(frames), encoding="utf-8")
@@ -165,14 +184,16 @@ _Started = tuple[page.Page, page.Rendered]
 
 
 def _started(keys: list[str], path: Path, title: str, live_url: str | None, facts: dict[str, str],
-             served: bool, predicted: dict[str, Any], explained: dict[str, Any] | None) -> _Started:
-    built = page.start(keys, live_url, facts, served, predicted, explained)
+             served: bool) -> _Started:
+    built = page.start(keys, live_url, facts, served)
     return built, page.render(built.doc, path, title)
 
 
-def _finish(started: _Started, path: Path, walked: dict[str, Walked]) -> dict[str, list[Any]]:
-    """The page written with its nodes' recordings; returns their recorded properties (`Page.finish`)."""
+def _finish(started: _Started, path: Path, walked: dict[str, Walked], predicted: dict[str, Any],
+            explained: dict[str, Any] | None = None) -> dict[str, list[Any]]:
+    """The page written with its nodes' recordings, predictions and self-checks; returns their
+    recorded properties (`Page.finish`)."""
     built, rendered = started
-    _doc, scripts, placed = built.finish(walked)
+    _doc, scripts, placed = built.finish(walked, predicted, explained)
     path.write_text(rendered(scripts), encoding="utf-8")
     return placed

@@ -11,6 +11,11 @@ frames use it) and says the value each property had before its walk: a property 
 never changes held that value in every state of that piece (its own process's: a measured time,
 such as node 03's prefill time, is the walking process's).
 
+Each node's work is done in one worker (its lane: kvviz/export/lanes.py), which first makes the
+node's `Facts` (what its pages need besides the walk: Explain it back's self-checks about it and
+its predictions), running the node's engine through every branch with every step's snapshot kept:
+its walk then draws each state without running the engine again, and builds the node's view once.
+
 `walk_all` returns each node's `Walked`, which the page writer reuses as it reuses a served
 recording's walks (kvviz/export/site.py).
 """
@@ -23,19 +28,24 @@ import queue
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Future
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
 from typing import Any
 
 from bokeh.document import Document
 
+from kvviz.export.lanes import LIGHTER_NICE, Lanes, assign
 from kvviz.export.page_models import classes, model_order, node_column, page_config, state_link
 from kvviz.export.record import Reader, Recording, Values, record
 
 # Branches per piece, by node: a piece is a few seconds of one core (node 01's 32 branches are
 # short; node 02's are long, and longer the more requests they add).
 PIECE = {"fragmentation": 4, "paging": 1, "radix": 2}
+# A node's work in a recording, in CPU seconds of one process (its self-checks, its predictions and
+# its walk, measured 2026-12-07 on this project's 2-core machine): how the nodes are shared out
+# between the workers (`lanes.assign`), each node's work in one of them.
+WEIGHT = {"fragmentation": 4.4, "paging": 6.5, "radix": 0.8}
 
 
 @dataclass
@@ -52,6 +62,15 @@ def pieces(branches_of: dict[str, list[str]]) -> list[Piece]:
         size = PIECE.get(key, 2)
         out += [Piece(key, names[i:i + size]) for i in range(0, len(names), size)]
     return out
+
+
+@dataclass
+class Facts:
+    """What the pages need of a node besides its walk, made in the process that walks it."""
+
+    key: str  # the node
+    checks: bool  # Explain it back's self-checks about it (kvviz/export/checks.py `node_meta`)
+    predict: bool  # its predictions (a served page's: kvviz/export/player.py `predictions`)
 
 
 class _Worker:
@@ -110,15 +129,42 @@ class _Worker:
 _WORKER: _Worker | None = None
 
 
-def walk_piece(piece: Piece) -> dict[str, Any]:
-    """Walk one piece in this process (a worker's task)."""
+def _worker() -> _Worker:
+    """This process's views (a worker's: its torch on one thread, as the server's)."""
     global _WORKER
     if _WORKER is None:
         import torch
 
         torch.set_num_threads(1)
         _WORKER = _Worker()
-    return _WORKER.walk(piece)
+    return _WORKER
+
+
+def walk_piece(piece: Piece) -> dict[str, Any]:
+    """Walk one piece in this process (a worker's task)."""
+    return _worker().walk(piece)
+
+
+def node_facts(task: Facts) -> dict[str, Any]:
+    """A node's `Facts` made in this process (a worker's task, before the node's pieces): they run
+    the node's engine through every branch, keeping each step's snapshot (`eager_snapshots`), which
+    the node's walk in this process then finds made (kvviz/timeline_memo.py): no engine step twice."""
+    from kvviz.export import checks
+    from kvviz.export.player import predictions
+    from kvviz.export.recipes import recipes
+    from kvviz.lesson import Lesson
+    from kvviz.timeline import eager_snapshots
+
+    _worker()
+    recipe = recipes()[task.key]
+    out: dict[str, Any] = {}
+    with eager_snapshots():  # (from the lesson's start: its nodes' first states are run as it is made)
+        states = Lesson({}).states  # (with no view)
+        if task.checks:
+            out["checks"] = checks.node_meta(states, task.key, recipe)
+        if task.predict:
+            out["predict"] = predictions(states[task.key], recipe)
+    return out
 
 
 def join(walks: list[dict[str, Any]]) -> tuple[Recording, list[list[Any]]]:
@@ -170,7 +216,7 @@ def forks(workers: int | None = None) -> bool:
             and threading.current_thread() is threading.main_thread())
 
 
-def forked(workers: int | None = None) -> ProcessPoolExecutor | None:
+def forked(workers: int | None = None) -> Lanes | None:
     """`workers` (default `procs()`) worker processes forked now from this process, which has
     imported the lesson already: they start walking at once, with nothing to import (a fork
     server imports it all again first: two seconds of a core, on the recording's critical path).
@@ -180,21 +226,21 @@ def forked(workers: int | None = None) -> ProcessPoolExecutor | None:
     shares with this process. What this process computed before (the engine runs its timelines
     remember: kvviz/timeline_memo.py) each worker has too."""
     import gc
-    import warnings
 
     workers = workers or procs()
     if not forks(workers):
         return None
     gc.collect()
     gc.freeze()
-    try:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
-        with warnings.catch_warnings():  # (Python 3.12+ warns of any thread: the ones left are safe)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pool.submit(int).result()  # (a fork context starts every worker at the first task)
+    try:  # (each a plain fork, started here and now: a pipe each, no thread in this process)
+        return Lanes(workers, multiprocessing.get_context("fork"), _nice(workers))
     finally:
         gc.unfreeze()  # (this process's; each child keeps its own frozen)
-    return pool
+
+
+def _nice(workers: int) -> list[int]:
+    """Each lane's lowered priority: lane 0, the most loaded, yields to no other (`lanes.assign`)."""
+    return [0] + [LIGHTER_NICE] * (workers - 1)
 
 
 def procs() -> int:
@@ -206,56 +252,70 @@ def procs() -> int:
 Walk = tuple[Recording, list[list[Any]]]  # a node's walk: the recording, its properties' places
 
 
-# No piece done for this long: the workers are stuck (a recording started by a server stopped once
-# at 13 of 22 pieces, using no CPU, for good). A piece takes a few seconds; the pieces left are then
-# walked again by new workers, once.
+# No task done for this long: the workers are stuck (a recording started by a server stopped once
+# at 13 of 22 pieces, using no CPU, for good). A piece takes a few seconds; the tasks left are then
+# done again by new workers, once.
 STALL_S = 120.0
 
+Task = tuple[int, Callable[[Any], Any], Any]  # (lane, the function a worker runs, its argument)
 
-def _in_workers(todo: list[Piece], left: list[int], workers: int, work: Callable[[Piece], dict[str, Any]],
-                finished: Callable[[int, dict[str, Any]], None],
-                pool: ProcessPoolExecutor | None = None) -> list[int]:
-    """Walk the pieces `left` (places in `todo`) by `work` on `workers` new processes (`pool`'s, if
-    given); returns the places of those left undone because no piece was done for STALL_S (the
-    workers are killed)."""
-    pool = pool or ProcessPoolExecutor(max_workers=workers, mp_context=_context())
-    # (the last pieces first: a node's later branches are its longer ones)
-    running: dict[Future[dict[str, Any]], int] = {pool.submit(work, todo[i]): i for i in reversed(left)}
+
+def _in_workers(tasks: dict[Any, Task], left: list[Any], lanes: Lanes,
+                finished: Callable[[Any, Any], None]) -> list[Any]:
+    """Do the tasks `left` (keys of `tasks`, each on its lane, in this order) on `lanes`; returns
+    the keys of those left undone because no task was done for STALL_S (the workers are killed)."""
+    for tag in left:
+        lane, fn, arg = tasks[tag]
+        lanes.put(lane % len(lanes), tag, fn, arg)
     try:
-        while running:
-            ready, _ = wait(running, timeout=STALL_S, return_when=FIRST_COMPLETED)
-            if not ready:
-                # (a stuck worker never ends, and the pool would wait for it: ended here. The pool's
-                # processes are private to it; Python 3.14 has terminate_workers() for this)
-                for process in list((getattr(pool, "_processes", None) or {}).values()):
-                    process.kill()
-                return sorted(running.values())
-            for future in ready:
-                finished(running.pop(future), future.result())
+        while lanes.pending():
+            done = lanes.results(STALL_S)
+            if not done:
+                return lanes.pending()
+            for tag, value in done:
+                finished(tag, value)
+        lanes.close()
         return []
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        lanes.kill()
 
 
 def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], None] = lambda d, t: None,
              workers: int | None = None,
              on_node: Callable[[str, Walk], None] = lambda key, w: None,
              work: Callable[[Piece], dict[str, Any]] = walk_piece,
-             pool: ProcessPoolExecutor | None = None) -> dict[str, Walk]:
+             pool: Lanes | None = None, facts: list[Facts] = (),  # type: ignore[assignment]
+             on_facts: Callable[[str, dict[str, Any]], None] = lambda key, made: None) -> dict[str, Walk]:
     """Every node's walk (`branches_of`: node -> its branches, in order), made by `workers`
-    processes (default `procs()`; started by `_context()`); `on_done(done, total)` after each piece,
-    `on_node(node, its walk)` as soon as a node's pieces are all done (a caller in another thread
-    can use it meanwhile). Returns node -> (recording, its places), as `join` makes them. `work`:
-    what a worker process runs for a piece (`walk_piece`; a test's stand-in). `pool`: workers already
-    started (`forked`), used instead of new ones, and shut down at the end. Stuck workers (STALL_S)
+    processes (default `procs()`; started by `_context()`), and the `facts` of some nodes; each
+    node's in one process, its facts first (`lanes.assign` by WEIGHT). `on_done(done, total)`
+    after each piece, `on_facts(node, made)` as soon as a node's facts are made, `on_node(node,
+    its walk)` as soon as a node's pieces are all done (a caller in another thread can use them
+    meanwhile). Returns node -> (recording, its places), as `join` makes them. `work`: what a
+    worker process runs for a piece (`walk_piece`; a test's stand-in). `pool`: workers already
+    started (`forked`), used instead of new ones, and ended at the end. Stuck workers (STALL_S)
     are replaced once, by new ones; stuck again, the walk fails with a sentence."""
     todo = pieces(branches_of)
-    workers = min(workers or procs(), len(todo))
+    keys = list(dict.fromkeys([*(f.key for f in facts), *branches_of]))
+    workers = min(pool and len(pool) or workers or procs(), len(todo) + len(facts))
+    lane = assign({k: WEIGHT.get(k, 1.0) for k in keys}, max(1, workers))
     done: dict[int, dict[str, Any]] = {}
     out: dict[str, Walk] = {}
+    # every task by its tag, each node's facts first, then its pieces (the last first: a node's later
+    # branches are its longer ones)
+    tasks: dict[Any, Task] = {}
+    for key in keys:
+        for f in (f for f in facts if f.key == key):
+            tasks[("facts", key)] = (lane[key], node_facts, f)
+        tasks.update({("piece", i): (lane[key], work, todo[i])
+                      for i in reversed(range(len(todo))) if todo[i].key == key})
 
-    def finished(i: int, walked: dict[str, Any]) -> None:
-        done[i] = walked
+    def finished(tag: Any, made: Any) -> None:
+        if tag[0] == "facts":
+            on_facts(tag[1], made)
+            return
+        i = tag[1]
+        done[i] = made
         on_done(len(done), len(todo))
         key = todo[i].key
         mine = [j for j, p in enumerate(todo) if p.key == key]
@@ -265,16 +325,17 @@ def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], No
 
     if workers <= 1:
         if pool is not None:  # (not needed after all)
-            pool.shutdown(cancel_futures=True)
+            pool.close()
         here = _Worker()  # (views of this call's own, not those an earlier walk here left)
-        for i, piece in enumerate(todo):
-            finished(i, here.walk(piece))
+        for tag, (_lane, fn, arg) in tasks.items():
+            finished(tag, here.walk(arg) if fn is walk_piece else fn(arg))
     else:
-        left = _in_workers(todo, list(range(len(todo))), workers, work, finished, pool)
+        left = _in_workers(tasks, list(tasks), pool or Lanes(workers, _context(), _nice(workers)), finished)
         if left:  # (stuck: once more, on new workers)
-            left = _in_workers(todo, left, min(workers, len(left)), work, finished)
+            left = _in_workers(tasks, left, Lanes(workers, _context(), _nice(workers)), finished)
         if left:
-            raise RuntimeError(f"The recording's workers stopped twice with {len(left)} of {len(todo)} "
+            pieces_left = sum(tag[0] == "piece" for tag in left)
+            raise RuntimeError(f"The recording's workers stopped twice with {pieces_left} of {len(todo)} "
                                f"pieces left (no piece done in {STALL_S:.0f} s).")
     return {key: out[key] for key in branches_of}
 

@@ -206,7 +206,8 @@ def test_workers_forked_from_a_process_with_one_thread_walk_the_same_states():
     """`walk.forked` (the recording's workers forked, not started by a fork server) in a process of
     its own (tests/export/forked_walk.py), as `python -m kvviz.export.cache` runs: never from
     another thread or beside an unknown one (a fork there can deadlock the child); its workers'
-    walk is the same as one walk here. (Linux only: elsewhere `forked` gives None.)"""
+    walk is the same as one walk here, and so are the facts each made of the nodes it walks.
+    (Linux only: elsewhere `forked` gives None.)"""
     import json
     import os
     import subprocess
@@ -223,7 +224,8 @@ def test_workers_forked_from_a_process_with_one_thread_walk_the_same_states():
     said = json.loads(run.stdout.strip().splitlines()[-1])
     assert said["from a thread"] and said["beside another"], said
     assert said["forked"] and said["same states"] and said["same steps"] and said["states"] > 10, said
-    # (the self-checks made first with every step's snapshot kept, as the recording makes them
-    # before it forks: a walk then runs no engine step, here or in the workers)
+    # (each node's facts made first in the worker that walks it, every step's snapshot kept: its walk
+    # then runs no engine step)
+    assert said["same facts"] and said["engine steps making facts"] > 0, said
     assert said["engine steps walking"] == 0, said
 

@@ -28,3 +28,20 @@ def stuck_once(piece: Any) -> dict[str, Any]:
 def always_stuck(piece: Any) -> dict[str, Any]:
     time.sleep(3600)
     return walked(piece)
+
+
+def whose(arg: Any) -> tuple[int, Any, int]:
+    """(this process's id, `arg`, its priority's niceness): which lane ran a task, and how."""
+    import os
+
+    return os.getpid(), arg, os.getpriority(os.PRIO_PROCESS, 0)
+
+
+def fails(arg: Any) -> None:
+    raise ValueError(f"no such thing as {arg}")
+
+
+def dies(arg: Any) -> None:
+    import os
+
+    os._exit(3)
