@@ -129,48 +129,55 @@ class _Node:
 
 @dataclass
 class Page:
-    """A page built but for its nodes' recordings (`start`); `finish` adds them."""
+    """A page built but for its nodes' recordings (`start`); `finish` adds them (`add`: one node's,
+    made as soon as its walk is done, so that the page is finished sooner once the last arrives)."""
 
     doc: Document
     scripts: list[str]
     served: bool
     nodes: list[_Node] = field(default_factory=list)
     checks: dict[str, str] | None = None  # Explain it back's parts the player writes, if it is here
+    added: dict[str, tuple[str, list[list[Any]]]] = field(default_factory=dict)  # key -> `add`'s
+
+    def add(self, key: str, walked: dict[str, Walked] | None = None,
+            predicted: dict[str, Any] | None = None) -> None:
+        """Node `key`'s part of the page (if it is here), from its walk `walked[key]` or one walked
+        here (added to `walked`) and, on a served page, its predictions `predicted[key]` (made here
+        if not there, and added)."""
+        node = next((n for n in self.nodes if n.key == key), None)
+        if node is None or key in self.added:
+            return
+        if self.served:
+            predicted = {} if predicted is None else predicted
+            if key not in predicted:
+                predicted[key] = predictions(Lesson({}).states[key], node.recipe)  # (states with no view)
+            node.meta["predict"] = predicted[key]
+        known = walked.get(key) if walked is not None else None
+        if known is None:  # (not walked by this export yet: walked now, here; kvviz/export/walk.py)
+            rec, places = walk.walk_all({key: list(node.recipe.branches)}, workers=1)[key]
+            known = Walked(rec, places, node.meta.get("predict"))
+            if walked is not None:
+                walked[key] = known
+        self.added[key] = (f"{REGISTER}{json.dumps(key)}, "
+                           f"{json.dumps(_pack(known.placed_in(node.order).to_json()))}, "
+                           f"{json.dumps(node.meta)}, {json.dumps(node.ids)}, "
+                           f"{json.dumps(node.recipe.default)});", known.placed)
 
     def finish(self, walked: dict[str, Walked] | None = None, predicted: dict[str, Any] | None = None,
                explained: dict[str, Any] | None = None) -> tuple[Document, list[str], dict[str, list[Any]]]:
-        """The page with every node's recording: the walk `walked[key]`, or one walked here (added
-        to `walked`); returns the document, its scripts and each node's recorded properties as
-        (place in `model_order`, name): what a live process reads for a frame (kvviz/serve/live.py).
-        `predicted`: each node's predictions (a served page's), and `explained`: Explain it back's
-        self-checks (`checks.meta`), where this export made them already (made here if not:
-        `predicted` gets those made)."""
-        scripts, placed = list(self.scripts), {}
-        predicted = {} if predicted is None else predicted
-        spare: Lesson | None = None  # (states with no view: predictions resolved, self-checks answered)
+        """The page with every node's recording (each node not `add`ed yet added now); returns the
+        document, its scripts and each node's recorded properties as (place in `model_order`,
+        name): what a live process reads for a frame (kvviz/serve/live.py). `explained`: Explain
+        it back's self-checks (`checks.meta`), where this export made them already (else made here)."""
+        scripts = list(self.scripts)
         if self.checks is not None:  # (Explain it back, before the nodes: the player's order)
             if not explained:
-                spare = spare or Lesson({})
-                explained = checks.meta(spare.states, recipes())
+                explained = checks.meta(None, recipes())
             scripts.append(f"{CHECKS_SETUP}{json.dumps(explained)}, {json.dumps(self.checks)});")
         for node in self.nodes:
-            if self.served:
-                if node.key not in predicted:
-                    spare = spare or Lesson({})
-                    predicted[node.key] = predictions(spare.states[node.key], node.recipe)
-                node.meta["predict"] = predicted[node.key]
-            known = walked.get(node.key) if walked is not None else None
-            if known is None:  # (not walked by this export yet: walked now, here; kvviz/export/walk.py)
-                rec, places = walk.walk_all({node.key: list(node.recipe.branches)}, workers=1)[node.key]
-                known = Walked(rec, places, node.meta.get("predict"))
-                if walked is not None:
-                    walked[node.key] = known
-            placed[node.key] = known.placed
-            scripts.append(f"{REGISTER}{json.dumps(node.key)}, "
-                           f"{json.dumps(_pack(known.placed_in(node.order).to_json()))}, "
-                           f"{json.dumps(node.meta)}, {json.dumps(node.ids)}, "
-                           f"{json.dumps(node.recipe.default)});")
-        return self.doc, scripts, placed
+            self.add(node.key, walked, predicted)
+            scripts.append(self.added[node.key][0])
+        return self.doc, scripts, {node.key: self.added[node.key][1] for node in self.nodes}
 
 
 def start(keys: list[str], live_url: str | None, facts: dict[str, str], served: bool = False) -> Page:

@@ -154,6 +154,8 @@ def _write_pages(out: Path, live_url: str | None, only: list[str] | None, served
                 walked[node.key] = Walked(walk_of[0], walk_of[1], None)
             told.tell(what=f"node {node.number} · {node.title}")
             placed_by[node.key] = _finish(started[node.key], out / f"{node.key}.html", walked, predicted)
+            if "index" in started:  # (its part of the whole lesson's page too, now rather than at the end)
+                started["index"][0].add(node.key, walked, predicted)
             still = walking is not None and not walking.done()
             told.tell(pages=told.pages + 1, what="the nodes' states" if still else told.what)
         if walking is not None:

@@ -12,13 +12,24 @@ from __future__ import annotations
 
 import html
 
+import numpy as np
 import panel as pn
 import param
 from bokeh.models import ColumnDataSource, HoverTool, Rect, Text
 from bokeh.plotting import figure
 
 from engine import Snapshot, ceil_div
-from kvviz.figures.cells import CELL_H, LAYOUTS, bar_data, cells_of, draw_cells, hatch_data, place
+from kvviz.figures.cells import (
+    CELL_H,
+    LAYOUTS,
+    bar_data,
+    cells_of,
+    draw_cells,
+    grid,
+    hatch_data,
+    hatch_look,
+    place,
+)
 from kvviz.figures.reflow import Frame, reflow
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.per_snapshot import per_snapshot
@@ -118,11 +129,20 @@ def strip_data(snap: Snapshot, per_row: int = PER_ROW, narrow_per_row: int = NAR
         row["reads"] = ("; ".join(f"{n} via its page {p}" for n, p in who) or "a request since released"
                         if who is not None else "not in the last step")
     cells = {k: [r[k] for r in rows] for k in rows[0]} if rows else {}
-    for suffix, width in zip(LAYOUTS, (per_row, narrow_per_row), strict=True):
-        place(cells, suffix, [b.block_id % width + 0.5 for b in snap.blocks],
-              [b.block_id // width + 0.5 for b in snap.blocks])
-    bars = bar_data(cells, [b.num_tokens / snap.block_size for b in snap.blocks])
-    return cells, bars, hatch_data(cells)
+    if not rows or [b.block_id for b in snap.blocks] != list(range(len(rows))):  # (a pool, in id order)
+        for suffix, width in zip(LAYOUTS, (per_row, narrow_per_row), strict=True):
+            place(cells, suffix, [b.block_id % width + 0.5 for b in snap.blocks],
+                  [b.block_id // width + 0.5 for b in snap.blocks])
+        bars = bar_data(cells, [b.num_tokens / snap.block_size for b in snap.blocks])
+        return cells, bars, hatch_data(cells)
+    # (the positions, and what of the bars and stripes never changes, made once per pool size)
+    fixed = grid(len(rows), (per_row, narrow_per_row))
+    cells.update(fixed["cells"])
+    fractions = np.asarray([b.num_tokens / snap.block_size for b in snap.blocks])
+    bars = dict(fixed["bars"])
+    for suffix in LAYOUTS:  # (x + 0.44 * w * (2 * f - 1), as bar_data computes it)
+        bars["right" + suffix] = cells["x" + suffix] + 0.44 * cells["cw" + suffix] * (2 * fractions - 1)
+    return cells, bars, {**hatch_look(cells["hatch"], cells["line"]), **fixed["lines"]}
 
 
 class BlockStrip(pn.viewable.Viewer):

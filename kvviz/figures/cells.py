@@ -19,6 +19,8 @@ one (a phone); `kvviz/figures/reflow.py` switches between them in the browser.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from bokeh.models import Quad, Rect, Segment, Text
 
@@ -137,31 +139,61 @@ def hatch_data(cells: dict) -> dict:
     pattern only shows or hides its stripes (alpha) and colours them, so an update sends just
     the `colour` and `alpha` columns. Reserved ("/"): the diagonals in the owner's colour;
     copy ("."): the rules, dotted. (Row i * HATCH_LINES + j is cell i's stripe j.)"""
-    patterns = cells["hatch"]
+    lines = hatch_look(cells["hatch"], cells["line"])
+    if not cells["hatch"]:
+        return {**lines, **{c + s: [] for s in LAYOUTS for c in ("x0", "y0", "x1", "y1")}}
+    for suffix in LAYOUTS:
+        lines.update(_stripes_at(np.asarray(cells["x" + suffix], dtype=float),
+                                 np.asarray(cells["y" + suffix], dtype=float),
+                                 np.asarray(cells["cw" + suffix], dtype=float), suffix))
+    return lines
+
+
+def hatch_look(patterns: list[str], line: list[str]) -> dict:
+    """The stripes' `colour`, `alpha` and `dash` columns for cells of these patterns and lines."""
     n = len(patterns)
     if not n:
-        return {k: []
-                for k in ("colour", "alpha", "dash",
-                          *(c + s for s in LAYOUTS for c in ("x0", "y0", "x1", "y1")))}
+        return {"colour": [], "alpha": [], "dash": []}
     diagonal = np.arange(HATCH_LINES) < DIAGONALS
     shown = np.where(diagonal[None, :], np.asarray([p == "/" for p in patterns])[:, None],
                      np.asarray([p == "." for p in patterns])[:, None])
-    line = cells["line"]
-    lines: dict[str, object] = {
+    return {
         "colour": np.where(shown & diagonal[None, :], np.asarray(line, dtype=object)[:, None],
                            "#333333").ravel().tolist(),
         "alpha": np.where(shown, np.where(diagonal, 0.8, 0.6)[None, :], 0.0).ravel(),
         "dash": ["solid" if d else "dotted" for d in diagonal] * n,
     }
+
+
+def _stripes_at(x: np.ndarray, y: np.ndarray, cw: np.ndarray, suffix: str) -> dict[str, np.ndarray]:
+    """The stripes' end points for cells centred at (x, y), `cw` wide, as the columns of a layout."""
     stripes = np.asarray(STRIPES)  # (HATCH_LINES, 4): dx0, dy0, dx1, dy1 from the centre
-    for suffix in LAYOUTS:
-        x, y = np.asarray(cells["x" + suffix], dtype=float), np.asarray(cells["y" + suffix], dtype=float)
-        sx = np.asarray(cells["cw" + suffix], dtype=float) / CELL_W
-        lines["x0" + suffix] = (x[:, None] + stripes[None, :, 0] * sx[:, None]).ravel()
-        lines["y0" + suffix] = (y[:, None] + stripes[None, :, 1]).ravel()
-        lines["x1" + suffix] = (x[:, None] + stripes[None, :, 2] * sx[:, None]).ravel()
-        lines["y1" + suffix] = (y[:, None] + stripes[None, :, 3]).ravel()
-    return lines
+    sx = cw / CELL_W
+    return {"x0" + suffix: (x[:, None] + stripes[None, :, 0] * sx[:, None]).ravel(),
+            "y0" + suffix: (y[:, None] + stripes[None, :, 1]).ravel(),
+            "x1" + suffix: (x[:, None] + stripes[None, :, 2] * sx[:, None]).ravel(),
+            "y1" + suffix: (y[:, None] + stripes[None, :, 3]).ravel()}
+
+
+@functools.lru_cache(maxsize=32)
+def grid(n: int, widths: tuple[int, ...]) -> dict[str, dict[str, np.ndarray]]:
+    """Where `n` cells in rows of `widths` cells (one per layout: LAYOUTS) sit, and what of their
+    fill bars and stripes never changes: the same columns as `place`, `bar_data` and `hatch_data`
+    give a strip's cells (whole block widths), made once per pool size as read-only arrays (the
+    same objects every time: kvviz/web/sources.py neither copies nor compares them again)."""
+    cells: dict[str, np.ndarray] = {}
+    bars: dict[str, np.ndarray] = {}
+    lines: dict[str, np.ndarray] = {}
+    ids = np.arange(n)
+    for suffix, width in zip(LAYOUTS, widths, strict=True):
+        x, y = (ids % width + 0.5).astype(float), (ids // width + 0.5).astype(float)
+        cw = np.full(n, CELL_W)
+        cells.update({"x" + suffix: x, "y" + suffix: y, "cw" + suffix: cw, "hw" + suffix: cw + 0.06})
+        bars.update({"left" + suffix: x - 0.44 * cw, "top" + suffix: y + 0.26, "bottom" + suffix: y + 0.36})
+        lines.update(_stripes_at(x, y, cw, suffix))
+    for column in (*cells.values(), *bars.values(), *lines.values()):
+        column.flags.writeable = False
+    return {"cells": cells, "bars": bars, "lines": lines}
 
 
 def place(cells: dict, suffix: str, xs: list[float], ys: list[float],

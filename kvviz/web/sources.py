@@ -92,6 +92,8 @@ def _plain(value):
 
 
 def _same(a, b) -> bool:
+    if a is b:
+        return True  # (a read-only column, set again: kvviz/figures/cells.py `grid`)
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         a, b = np.asarray(a), np.asarray(b)
         if a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes():
@@ -107,11 +109,13 @@ def binary(columns: dict[str, list]) -> dict:
     numbers): Bokeh sends an array as one binary buffer, a list number by number, which is most
     of the time it takes to serialise a page's figures. Every column is a new object: the data
     may be shared by many sessions (kvviz/web/per_snapshot.py), and a patch changes a source's
-    columns in place."""
+    columns in place; but a read-only array, which no one changes, is kept as it is."""
     out = {}
     for name, values in columns.items():
         if isinstance(values, np.ndarray):
-            out[name] = values.copy()
+            # (a read-only array is shared as it is: no one changes it, a patch included, which
+            # only ever changes a column that changed: kvviz/figures/cells.py `grid`)
+            out[name] = values if not values.flags.writeable else values.copy()
             continue
         kinds = set(map(type, values))  # (the few types of a column, not every value's)
         if not kinds or not all(issubclass(k, int | float) and not issubclass(k, bool) for k in kinds):

@@ -181,3 +181,37 @@ def test_a_view_is_handed_the_lessons_outline_for_its_back_and_continue_links():
     assert 'data-node="vllm">Continue: 04 · ' in links.items_html
     [alone] = RadixView(state=RadixState()).__panel__().select(StepLinks)  # (outside a lesson: none)
     assert alone.items_html == ""
+
+
+def test_a_strip_s_fixed_columns_are_made_once_and_equal_those_placed_cell_by_cell():
+    """strip_data takes a pool's positions, and what of its bars and stripes never changes, from
+    `cells.grid` (read-only arrays, made once per pool size): the same columns, bit for bit, as
+    `place`, `bar_data` and `hatch_data` make cell by cell, in every state of a node's run."""
+    import numpy as np
+
+    from kvviz.figures.block_strip import NARROW_PER_ROW, PER_ROW
+    from kvviz.figures.cells import LAYOUTS, bar_data, cells_of, hatch_data, place
+    from kvviz.web.sources import binary
+
+    state = PagingState()
+    state.add_request()
+    snaps = [state.paged]
+    while state.step():
+        snaps += [state.paged, state.contiguous]
+    assert len(snaps) > 10
+    for snap in snaps:
+        cells, bars, lines = strip_data.__wrapped__(snap, PER_ROW, NARROW_PER_ROW, True)
+        want = {k: [r[k] for r in cells_of(snap)] for k in cells_of(snap)[0]}
+        for suffix, width in zip(LAYOUTS, (PER_ROW, NARROW_PER_ROW), strict=True):
+            place(want, suffix, [b.block_id % width + 0.5 for b in snap.blocks],
+                  [b.block_id // width + 0.5 for b in snap.blocks])
+        want_bars = bar_data(want, [b.num_tokens / snap.block_size for b in snap.blocks])
+        for got, expected in ((cells, want), (bars, want_bars), (lines, hatch_data(want))):
+            got, expected = binary(got), binary(expected)
+            assert set(got) >= set(expected) - {"read", "reads"}
+            for k in set(expected) - {"read", "reads"}:
+                a, b = np.asarray(got[k]), np.asarray(expected[k])
+                assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), k
+    again = strip_data.__wrapped__(snaps[0], PER_ROW, NARROW_PER_ROW, True)[0]["x"]
+    assert again is strip_data.__wrapped__(snaps[1], PER_ROW, NARROW_PER_ROW, True)[0]["x"]
+    assert not again.flags.writeable and binary({"x": again})["x"] is again  # (shared, never copied)
