@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import panel as pn
 from bokeh.document import Document
 from bokeh.model import Model
@@ -100,8 +101,11 @@ def note_html(facts: dict[str, str], live_url: str | None, served: bool = False)
 
 
 def _pack(data: dict[str, Any]) -> str:
-    raw = json.dumps(data, separators=(",", ":")).encode()
-    return base64.b64encode(gzip.compress(raw, 9, mtime=0)).decode()
+    """A recording as gzipped JSON in base64 (the player inflates it: player.js `inflate`). Written
+    by msgspec: the same JSON once parsed as `json.dumps` writes (but for how a float or a non-ASCII
+    character is spelled), in a fifth of the time: node 01's 9 MB, 0.2 s with `json.dumps`, on the
+    recording's last stretch, once for its page and once for the whole lesson's."""
+    return base64.b64encode(gzip.compress(msgspec.json.encode(data), 9, mtime=0)).decode()
 
 
 def _with_class(doc: Document, css_class: str) -> list[Model]:
