@@ -83,16 +83,30 @@ class Values:
 
 
 _AS_IS = {str, int, bool, type(None)}  # (encoded as themselves; a float may not be finite)
+# Read-only arrays (kvviz/figures/cells.py `grid`: a pool's fixed positions), encoded once each. The
+# encoding is shared by every value that holds it: no one changes it (a recording's values are
+# interned by their pickled bytes, then written out).
+_FIXED: dict[int, tuple[np.ndarray, dict[str, Any]]] = {}
+FIXED_KEPT = 256
 
 
 def encode(value: Any) -> Any:
     """A property value as JSON the player can decode: arrays as {"nd": kind, "v": [...]} with
     NaN as null, floats that are not finite as {"f": "nan"|"inf"|"-inf"}."""
     if isinstance(value, np.ndarray):
+        if not value.flags.writeable:  # (a column no one changes, set again and again: encoded once)
+            known = _FIXED.get(id(value))
+            if known is not None and known[0] is value:
+                return known[1]
         items = value.tolist()
         if value.dtype.kind == "f" and np.isnan(value).any():
             items = [None if math.isnan(x) else x for x in items]
-        return {"nd": value.dtype.kind, "v": items}
+        encoded = {"nd": value.dtype.kind, "v": items}
+        if not value.flags.writeable:
+            if len(_FIXED) >= FIXED_KEPT:
+                _FIXED.clear()
+            _FIXED[id(value)] = (value, encoded)  # (the array kept: its id is not reused meanwhile)
+        return encoded
     if isinstance(value, float) and not math.isfinite(value):
         return {"f": str(value)}
     if isinstance(value, dict):

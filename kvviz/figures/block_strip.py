@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import html
 
-import numpy as np
 import panel as pn
 import param
 from bokeh.models import ColumnDataSource, HoverTool, Rect, Text
@@ -27,7 +26,7 @@ from kvviz.figures.cells import (
     draw_cells,
     grid,
     hatch_data,
-    hatch_look,
+    on_grid,
     place,
 )
 from kvviz.figures.reflow import Frame, reflow
@@ -136,13 +135,8 @@ def strip_data(snap: Snapshot, per_row: int = PER_ROW, narrow_per_row: int = NAR
         bars = bar_data(cells, [b.num_tokens / snap.block_size for b in snap.blocks])
         return cells, bars, hatch_data(cells)
     # (the positions, and what of the bars and stripes never changes, made once per pool size)
-    fixed = grid(len(rows), (per_row, narrow_per_row))
-    cells.update(fixed["cells"])
-    fractions = np.asarray([b.num_tokens / snap.block_size for b in snap.blocks])
-    bars = dict(fixed["bars"])
-    for suffix in LAYOUTS:  # (x + 0.44 * w * (2 * f - 1), as bar_data computes it)
-        bars["right" + suffix] = cells["x" + suffix] + 0.44 * cells["cw" + suffix] * (2 * fractions - 1)
-    return cells, bars, {**hatch_look(cells["hatch"], cells["line"]), **fixed["lines"]}
+    return on_grid(cells, [b.num_tokens / snap.block_size for b in snap.blocks],
+                   grid(len(rows), (per_row, narrow_per_row)))
 
 
 class BlockStrip(pn.viewable.Viewer):

@@ -176,17 +176,19 @@ def _stripes_at(x: np.ndarray, y: np.ndarray, cw: np.ndarray, suffix: str) -> di
 
 
 @functools.lru_cache(maxsize=32)
-def grid(n: int, widths: tuple[int, ...]) -> dict[str, dict[str, np.ndarray]]:
-    """Where `n` cells in rows of `widths` cells (one per layout: LAYOUTS) sit, and what of their
-    fill bars and stripes never changes: the same columns as `place`, `bar_data` and `hatch_data`
-    give a strip's cells (whole block widths), made once per pool size as read-only arrays (the
-    same objects every time: kvviz/web/sources.py neither copies nor compares them again)."""
+def grid(n: int, widths: tuple[int, ...], y0: float = 0.5,
+         row_h: float = 1.0) -> dict[str, dict[str, np.ndarray]]:
+    """Where `n` blocks sit in rows of `widths` cells (one per layout: LAYOUTS), block b at
+    (b % width + 0.5, y0 + (b // width) * row_h), and what of their fill bars and stripes never
+    changes: the same columns as `place`, `bar_data` and `hatch_data` give them (whole block
+    widths), made once per pool size as read-only arrays (the same objects every time:
+    kvviz/web/sources.py neither copies nor compares them again). `on_grid` uses them."""
     cells: dict[str, np.ndarray] = {}
     bars: dict[str, np.ndarray] = {}
     lines: dict[str, np.ndarray] = {}
     ids = np.arange(n)
     for suffix, width in zip(LAYOUTS, widths, strict=True):
-        x, y = (ids % width + 0.5).astype(float), (ids // width + 0.5).astype(float)
+        x, y = (ids % width + 0.5).astype(float), y0 + (ids // width) * row_h
         cw = np.full(n, CELL_W)
         cells.update({"x" + suffix: x, "y" + suffix: y, "cw" + suffix: cw, "hw" + suffix: cw + 0.06})
         bars.update({"left" + suffix: x - 0.44 * cw, "top" + suffix: y + 0.26, "bottom" + suffix: y + 0.36})
@@ -194,6 +196,22 @@ def grid(n: int, widths: tuple[int, ...]) -> dict[str, dict[str, np.ndarray]]:
     for column in (*cells.values(), *bars.values(), *lines.values()):
         column.flags.writeable = False
     return {"cells": cells, "bars": bars, "lines": lines}
+
+
+def on_grid(cells: dict, fractions: list[float],
+            fixed: dict[str, dict[str, np.ndarray]]) -> tuple[dict, dict, dict]:
+    """`cells` (the looks of a pool's blocks, in block order) placed on `fixed` (a `grid` of as many),
+    with their fill bars (`fractions`: tokens / block size) and stripes: (cells, bars, stripes) as
+    `place`, `bar_data` and `hatch_data` make them, bit for bit."""
+    cells.update(fixed["cells"])
+    f = np.asarray(fractions, dtype=float)
+    bars, fixed_bars = {}, fixed["bars"]
+    for suffix in LAYOUTS:  # (bar_data's columns, in its order; right: x + 0.44 * w * (2 * f - 1), as there)
+        bars["left" + suffix] = fixed_bars["left" + suffix]
+        bars["right" + suffix] = cells["x" + suffix] + 0.44 * cells["cw" + suffix] * (2 * f - 1)
+        for name in ("top", "bottom"):
+            bars[name + suffix] = fixed_bars[name + suffix]
+    return cells, bars, {**hatch_look(cells["hatch"], cells["line"]), **fixed["lines"]}
 
 
 def place(cells: dict, suffix: str, xs: list[float], ys: list[float],
