@@ -86,9 +86,10 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> int:
 
 def watch_recording(url: str, stop: threading.Event, root: Path | None = None, k: str | None = None,
                     every_s: float = 2.0, out=None) -> None:
-    """While the server makes its first recording of the lesson (kvviz/export/cache.py: about a
-    minute), print a line each time it moves on ("recording node 02 · PagedAttention… 25% (page 2
-    of 4), the live lesson at /app meanwhile"), then one when the recorded lesson is ready."""
+    """While the server makes its first recording of the lesson (kvviz/export/cache.py: about ten
+    seconds on two cores), print a line each time it moves on ("recording node 02 ·
+    PagedAttention… 25% (page 2 of 4), the live lesson at /app meanwhile"), then one when the
+    recorded lesson is ready."""
     from kvviz.export import cache_folder  # (its key() imports Bokeh and Panel: here, in this thread)
 
     out = out or sys.stdout
@@ -115,7 +116,7 @@ def cmd_lesson(args: argparse.Namespace) -> int:
 
     key.main(["--url", f"http://{host}:{args.port}/teacher"])
     print(f"The lesson (students open this): {students_url(args.address, args.port)}  (recorded from this "
-          "engine at the first start, in about a minute; live at /app meanwhile)", flush=True)
+          "engine at the first start, in under a minute; live at /app meanwhile)", flush=True)
     argv = lesson_argv(args.port, args.address, args.procs, args.allow)
     print(f"(in {root}: panel serve {' '.join(argv[4:])})", flush=True)
     stop = threading.Event()

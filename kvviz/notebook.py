@@ -121,7 +121,7 @@ def played_page(key: str) -> str:
     from kvviz.export.standalone import standalone
 
     if ready() is None:
-        print("kvviz: recording the lesson from this engine (once per code; about a minute)…", flush=True)
+        print("kvviz: recording the lesson from this engine (once per code; under a minute)…", flush=True)
     walked = walks(recordings.make())
     with tempfile.TemporaryDirectory(prefix="kvviz-node-") as folder:
         [page] = export(Path(folder), only=[key], walked=walked)
