@@ -1,10 +1,11 @@
 """What a class server's status page reads from each backend process: sessions, pages, nodes built
 and the timeline memo, as Prometheus metrics (prometheus_client).
 
-`install(MEMO)` runs for every session (app.py calls it, handing in the timeline memo): it counts
-the session, and when the session is destroyed; the first time in a process it also, when `KVVIZ_METRICS_PORT`
-is set (deploy/class_server.py gives each backend its own), serves the metrics on 127.0.0.1 at that
-port. Nothing here is per student: counts only.
+`serve(MEMO)` runs once per process, at a server's start (kvviz/serve/routes.py `start`): when
+`KVVIZ_METRICS_PORT` is set (deploy/class_server.py gives each backend its own), it serves the
+metrics on 127.0.0.1 at that port. `install(MEMO)` runs for every session (app.py calls it,
+handing in the timeline memo): it counts the session, and when the session is destroyed (and
+serves the metrics, if the server did not). Nothing here is per student: counts only.
 """
 
 from __future__ import annotations
@@ -61,9 +62,12 @@ def track(lesson) -> None:
     _lessons.add(lesson)
 
 
-def install(memo=None) -> None:
-    """Count this session, and set up the process's metrics the first time; `memo`: the timeline
-    memo whose size, hits and misses it reports (app.py hands in kvviz.timeline.MEMO)."""
+def serve(memo=None) -> None:
+    """Set up this process's metrics, once: the memo's collector and, when `KVVIZ_METRICS_PORT` is
+    set, their HTTP server. A server runs it at its start (kvviz/serve/routes.py `start`), so that
+    the status page reads a backend no student has reached yet (else its first session does: a
+    backend that nginx had passed over, while it was slow to answer, said nothing until then);
+    `memo`: the timeline memo whose size, hits and misses it reports (kvviz.timeline.MEMO)."""
     global _installed
     with _lock:
         first, _installed = not _installed, True
@@ -71,6 +75,11 @@ def install(memo=None) -> None:
         REGISTRY.register(_MemoCollector(memo))
         if (port := metrics_port()) is not None:
             start_http_server(port, addr="127.0.0.1")
+
+
+def install(memo=None) -> None:
+    """Count this session (and `serve(memo)` the first time, if the server did not)."""
+    serve(memo)
     SESSIONS.inc()
     PAGES.inc()
     pn.state.on_session_destroyed(_destroyed)  # (this session's document)

@@ -45,8 +45,9 @@ from kvviz.handin.class_endpoint import ClassHandler, ReportHandler
 from kvviz.handin.endpoint import HandInHandler
 from kvviz.nodes import KEYS as NODE_KEYS
 from kvviz.nodes.radix.class_cache import class_cache, question_in
-from kvviz.process import throttle
+from kvviz.process import metrics, throttle
 from kvviz.serve import live
+from kvviz.timeline import MEMO
 
 NODE_RE = re.compile(r"^[a-z]{1,20}$")
 
@@ -228,6 +229,7 @@ def start() -> None:
     # answer 0.35 s on one thread, 1.5 s on two with other work running), and a class server runs a
     # backend per core.
     torch.set_num_threads(1)
+    metrics.serve(MEMO)  # (the status page reads this backend from its start, before any student)
     if os.environ.get("KVVIZ_RECORDINGS") == "off":
         return
     RECORDER.append(cache_folder.start_in_background())

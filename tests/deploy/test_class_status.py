@@ -63,3 +63,27 @@ def test_a_backends_own_metrics_hold_its_cpu_and_memory():
     m = class_status.parse(generate_latest(REGISTRY).decode())
     assert m["process_cpu_seconds"] > 0 and m["process_resident_memory_bytes"] > 10 * 2**20
     assert m["process_start_time_seconds"] > 0 and "kvviz_sessions" in m
+
+
+def test_a_backend_serves_its_metrics_from_its_start_before_any_student(tmp_path):
+    """The status page reads each backend's /metrics: a backend serves them from its start
+    (kvviz/serve/routes.py `start`), not from its first session. (A backend that nginx had passed
+    over while it was slow to answer, under a loaded machine's CI, had no session for 150 s, so no
+    metrics, and the status page said nothing of it.)"""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tools.browser import free_port
+
+    port = free_port()
+    check = ("import urllib.request, kvviz.serve.routes as r; r.start(); "
+             f"text = urllib.request.urlopen('http://127.0.0.1:{port}/metrics', timeout=30).read().decode(); "
+             "assert 'kvviz_memo_states' in text and 'process_cpu_seconds_total' in text, text[:500]; "
+             "assert 'kvviz_sessions 0.0' in text, text[:500]; print('served')")
+    env = os.environ | {"KVVIZ_RECORDINGS": "off", "KVVIZ_METRICS_PORT": str(port),
+                        "KVVIZ_CACHE": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", check], cwd=Path(__file__).resolve().parents[2], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "served" in done.stdout, done.stderr[-2000:]
