@@ -12,10 +12,9 @@ is done: (tag, value) each, the worker's error raised here. One task is in a pro
 (the next is sent when it answers): a pipe never holds more than one task and one answer each way.
 A lane may run at a lower priority (`nice`): the recording's lighter lanes yield to its heaviest,
 whose end is the recording's end while the page writer also wants a core. A process that must
-stop (`kill`) is ended whatever it is doing. (A lane with nothing left does
-not take another lane's tasks: tried, a piece of another node cost it its views and the engine
-runs that node's lane had made, ~0.9 s of a core for a piece of 0.1 s, and the recording ended no
-sooner.)
+stop (`kill`) is ended whatever it is doing. (A lane with nothing left does not take another
+lane's tasks: tried, a piece of another node cost it that node's views and the engine runs its
+own lane had made, ~0.9 s of a core for a piece of 0.1 s, and the recording ended no sooner.)
 """
 
 from __future__ import annotations
