@@ -27,7 +27,7 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
@@ -284,7 +284,7 @@ def walk_all(branches_of: dict[str, list[str]], on_done: Callable[[int, int], No
              workers: int | None = None,
              on_node: Callable[[str, Walk], None] = lambda key, w: None,
              work: Callable[[Piece], dict[str, Any]] = walk_piece,
-             pool: Lanes | None = None, facts: list[Facts] = (),  # type: ignore[assignment]
+             pool: Lanes | None = None, facts: Sequence[Facts] = (),
              on_facts: Callable[[str, dict[str, Any]], None] = lambda key, made: None) -> dict[str, Walk]:
     """Every node's walk (`branches_of`: node -> its branches, in order), made by `workers`
     processes (default `procs()`; started by `_context()`), and the `facts` of some nodes; each

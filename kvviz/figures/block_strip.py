@@ -18,17 +18,7 @@ from bokeh.models import ColumnDataSource, HoverTool, Rect, Text
 from bokeh.plotting import figure
 
 from engine import Snapshot, ceil_div
-from kvviz.figures.cells import (
-    CELL_H,
-    LAYOUTS,
-    bar_data,
-    cells_of,
-    draw_cells,
-    grid,
-    hatch_data,
-    on_grid,
-    place,
-)
+from kvviz.figures.cells import CELL_H, LAYOUTS, cells_of, draw_cells, on_grid
 from kvviz.figures.reflow import Frame, reflow
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.per_snapshot import per_snapshot
@@ -127,16 +117,9 @@ def strip_data(snap: Snapshot, per_row: int = PER_ROW, narrow_per_row: int = NAR
         row["read"] = 1.0 if who is not None else 0.0
         row["reads"] = ("; ".join(f"{n} via its page {p}" for n, p in who) or "a request since released"
                         if who is not None else "not in the last step")
-    cells = {k: [r[k] for r in rows] for k in rows[0]} if rows else {}
-    if not rows or [b.block_id for b in snap.blocks] != list(range(len(rows))):  # (a pool, in id order)
-        for suffix, width in zip(LAYOUTS, (per_row, narrow_per_row), strict=True):
-            place(cells, suffix, [b.block_id % width + 0.5 for b in snap.blocks],
-                  [b.block_id // width + 0.5 for b in snap.blocks])
-        bars = bar_data(cells, [b.num_tokens / snap.block_size for b in snap.blocks])
-        return cells, bars, hatch_data(cells)
+    cells = {k: [r[k] for r in rows] for k in rows[0]}
     # (the positions, and what of the bars and stripes never changes, made once per pool size)
-    return on_grid(cells, [b.num_tokens / snap.block_size for b in snap.blocks],
-                   grid(len(rows), (per_row, narrow_per_row)))
+    return on_grid(cells, snap, (per_row, narrow_per_row))
 
 
 class BlockStrip(pn.viewable.Viewer):

@@ -198,13 +198,15 @@ def grid(n: int, widths: tuple[int, ...], y0: float = 0.5,
     return {"cells": cells, "bars": bars, "lines": lines}
 
 
-def on_grid(cells: dict, fractions: list[float],
-            fixed: dict[str, dict[str, np.ndarray]]) -> tuple[dict, dict, dict]:
-    """`cells` (the looks of a pool's blocks, in block order) placed on `fixed` (a `grid` of as many),
-    with their fill bars (`fractions`: tokens / block size) and stripes: (cells, bars, stripes) as
-    `place`, `bar_data` and `hatch_data` make them, bit for bit."""
+def on_grid(cells: dict, snap: Snapshot, widths: tuple[int, ...], y0: float = 0.5,
+            row_h: float = 1.0) -> tuple[dict, dict, dict]:
+    """`cells` (the looks of `snap`'s blocks, which a snapshot holds in block-id order) placed on
+    their `grid`, with their fill bars (tokens / block size) and stripes: (cells, bars, stripes),
+    the same columns, bit for bit and in the same order, as `place`, `bar_data` and `hatch_data`
+    make them cell by cell."""
+    fixed = grid(len(snap.blocks), widths, y0, row_h)
     cells.update(fixed["cells"])
-    f = np.asarray(fractions, dtype=float)
+    f = np.asarray([b.num_tokens / snap.block_size for b in snap.blocks], dtype=float)
     bars, fixed_bars = {}, fixed["bars"]
     for suffix in LAYOUTS:  # (bar_data's columns, in its order; right: x + 0.44 * w * (2 * f - 1), as there)
         bars["left" + suffix] = fixed_bars["left" + suffix]

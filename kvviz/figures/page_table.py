@@ -21,17 +21,7 @@ from bokeh.plotting import figure
 
 from engine import Snapshot, ceil_div
 from kvviz.figures.block_strip import MIN_CELL_PX, NARROW_PER_ROW, NARROW_PX, PER_ROW
-from kvviz.figures.cells import (
-    CELL_W,
-    LAYOUTS,
-    bar_data,
-    cells_of,
-    draw_cells,
-    grid,
-    hatch_data,
-    on_grid,
-    place,
-)
+from kvviz.figures.cells import CELL_W, LAYOUTS, bar_data, cells_of, draw_cells, hatch_data, on_grid, place
 from kvviz.figures.reflow import Frame, reflow
 from kvviz.web.live_html import AFTER_PAINT, LiveHTML
 from kvviz.web.per_snapshot import per_snapshot
@@ -72,10 +62,6 @@ def table_data(snap: Snapshot,
     blocks["info"] = [f"physical block {b}: {r['state']} ({r['owners']})"
                       + (f" = page {table.index(b)} of {name}" if b in table else "")
                       for b, r in enumerate(looks)]
-    in_order = [b.block_id for b in snap.blocks] == list(range(n))  # (a pool, in id order: all of them)
-    if not in_order:
-        for suffix, per_row in zip(LAYOUTS, (PER_ROW, NARROW_PER_ROW), strict=True):
-            place(blocks, suffix, *zip(*(block_xy(b, per_row) for b in range(n)), strict=True))
     pages = {k: [looks[b][k] for b in table] for k in LOOK}
     pages["label"] = [f"p{i}" for i in range(len(table))]
     pages["info"] = [f"logical page {i} of {name} → physical block {b}" for i, b in enumerate(table)]
@@ -91,11 +77,10 @@ def table_data(snap: Snapshot,
              "lw": 1.0, "dash": "solid", "hatch": " ", "read": 0.0}
     pages = padded(pages, n, POSITIONS, blank)
     fractions = [snap.blocks[b].num_tokens / snap.block_size for b in table]
-    filled = [b.num_tokens / snap.block_size for b in snap.blocks]
-    # (the blocks' positions, and what of their bars and stripes never changes: made once per pool size)
+    # (the blocks where block_xy puts them, and what of their bars and stripes never changes: made
+    # once per pool size)
     return (_with_bars_and_stripes(pages, fractions + [0.0] * (n - len(table))),
-            on_grid(blocks, filled, grid(n, (PER_ROW, NARROW_PER_ROW), BLOCK_Y, ROW_H)) if in_order
-            else _with_bars_and_stripes(blocks, filled),
+            on_grid(blocks, snap, (PER_ROW, NARROW_PER_ROW), BLOCK_Y, ROW_H),
             padded(links, n, tuple(links)))
 
 
