@@ -17,6 +17,7 @@ from kvviz.handin.session import HandInSession
 from kvviz.nodes import BY_KEY, LIVE, NODES
 from kvviz.web import stylesheet
 from kvviz.web.connection import ConnectionNotice
+from kvviz.web.keep_open import KeepOpen
 from kvviz.web.keyboard import Keyboard
 from kvviz.web.lazy import LazySlot
 from kvviz.web.live_html import LiveHTML
@@ -108,6 +109,7 @@ class Lesson:
         self.handin = HandInSession(states=self.states, describe=self.describe)
         self.active = self.url.node if self.url.node in LIVE_NODES else LIVE_NODES[0]
         self.keyboard = Keyboard(self.on_key, height=0, width=0, margin=0)
+        self.keep_open = KeepOpen()  # (the <details> a student opened, open as the panes redraw)
         self._views: dict[str, pn.viewable.Viewer] = {}
         self._slots: dict[str, LazySlot] = {}
 
@@ -174,7 +176,8 @@ class Lesson:
     def node_page(self, key: str) -> pn.Column:
         """One node alone, no template chrome (for an iframe)."""
         page = pn.Column(page_heading(key), self._notice_pane(), self.view(key), self.keyboard,
-                         ConnectionNotice(width=0, height=0, margin=0), sizing_mode="stretch_width",
+                         self.keep_open, ConnectionNotice(width=0, height=0, margin=0),
+                         sizing_mode="stretch_width",
                          css_classes=["kv-embed"], margin=(8, 14))
         if pn.state.curdoc is not None:
             pn.state.curdoc.template = NODE_PAGE_TEMPLATE
@@ -188,7 +191,7 @@ class Lesson:
         self.slot(NODES[0].key).reveal()
         main.append(pn.Column(*closing(),
                               pn.pane.Markdown(page_text.FOOTER, css_classes=["kv-footer"]), self.keyboard,
-                              ConnectionNotice(width=0, height=0, margin=0),
+                              self.keep_open, ConnectionNotice(width=0, height=0, margin=0),
                               sizing_mode="stretch_width"))
         template = pn.template.FastListTemplate(
             title=page_text.TITLE,

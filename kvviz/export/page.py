@@ -43,6 +43,7 @@ from kvviz.lesson import NODE_PAGE_TEMPLATE, Lesson, closing, opening, page_head
 from kvviz.nodes import BY_KEY, OUTLINE
 from kvviz.nodes.recipe import Recipe
 from kvviz.web import stylesheet
+from kvviz.web.keep_open import KeepOpen
 from kvviz.web.keyboard import Keyboard
 from kvviz.web.live_html import AFTER_PAINT
 
@@ -203,9 +204,10 @@ def start(keys: list[str], live_url: str | None, facts: dict[str, str], served: 
         parts.append(views[k])
         if k == "explain":
             parts.append(pn.pane.HTML(HANDIN_HTML, **prose))
-    # (the shortcut keys, acted on by the page's player: kvviz/web/keyboard.py)
+    # (the shortcut keys, acted on by the page's player: kvviz/web/keyboard.py; the <details> a
+    # student opened, kept open as the states are shown: kvviz/web/keep_open.py)
     keys_pane = Keyboard(played=True, height=0, width=0, margin=0)
-    layout = pn.Column(*parts, *(closing() if whole else []), notes, keys_pane,
+    layout = pn.Column(*parts, *(closing() if whole else []), notes, keys_pane, KeepOpen(),
                        sizing_mode="stretch_width", css_classes=["kv-embed"], margin=(8, 14))
     doc = Document()
     doc.add_root(layout.get_root(doc))  # (no Comm: with one, Panel holds model changes for it)

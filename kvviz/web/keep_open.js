@@ -1,0 +1,49 @@
+// A <details> the student opened stays open when its pane is written again (kvviz/web/keep_open.py).
+// A pane's <details> are told apart by their summary (its aria-label, else its text) and, among
+// those alike, by their order.
+function summaryOf(details) {
+  const s = details.querySelector(":scope > summary");
+  return s ? s.getAttribute("aria-label") || s.textContent.trim() : "";
+}
+
+function keyed(root) { // [key, details] for every <details> of a pane's shadow root, in order
+  const seen = new Map();
+  return [...root.querySelectorAll("details")].map((d) => {
+    const name = summaryOf(d), n = seen.get(name) || 0;
+    seen.set(name, n + 1);
+    return [`${name}#${n}`, d];
+  });
+}
+
+export function render({ model }) {
+  const opened = new Map(); // a pane's shadow root -> the keys of its <details> open now
+  const observers = [];
+  const onToggle = (event) => {
+    const root = event.target.getRootNode(), keys = opened.get(root);
+    if (!keys || !(event.target instanceof HTMLDetailsElement)) return;
+    const found = keyed(root).find(([, d]) => d === event.target);
+    if (found) event.target.open ? keys.add(found[0]) : keys.delete(found[0]);
+  };
+  const reopen = (root) => { // (the pane written again: its <details> are new, and closed)
+    const keys = opened.get(root);
+    for (const [key, d] of keyed(root)) if (keys.has(key) && !d.open) d.open = true;
+  };
+  // A click on a summary (a pointer's, or Enter or space on a focused one) comes before its
+  // <details> toggles: the pane it is in is followed from then on. (Its toggle events do not
+  // leave the pane's shadow root: they are caught there.)
+  const onClick = (event) => {
+    const summary = event.composedPath().find((n) => n && n.tagName === "SUMMARY");
+    const root = summary && summary.getRootNode();
+    if (!root || root === document || opened.has(root)) return;
+    opened.set(root, new Set());
+    root.addEventListener("toggle", onToggle, true);
+    const o = new MutationObserver(() => reopen(root));
+    o.observe(root, { childList: true, subtree: true });
+    observers.push(o);
+  };
+  document.addEventListener("click", onClick, true);
+  model.on("remove", () => {
+    document.removeEventListener("click", onClick, true);
+    observers.forEach((o) => o.disconnect());
+  });
+}
