@@ -1,4 +1,5 @@
-// A <details> the student opened stays open when its pane is written again (kvviz/web/keep_open.py).
+// A <details> the student opened stays open when its pane is written again, and its summary keeps
+// the keyboard's focus (kvviz/web/keep_open.py).
 // A pane's <details> are told apart by their summary (its aria-label, else its text) and, among
 // those alike, by their order.
 function summaryOf(details) {
@@ -17,6 +18,7 @@ function keyed(root) { // [key, details] for every <details> of a pane's shadow 
 
 export function render({ model }) {
   const opened = new Map(); // a pane's shadow root -> the keys of its <details> open now
+  const focused = new Map(); // a pane's shadow root -> the key of its summary that has the focus
   const observers = [];
   const onToggle = (event) => {
     const root = event.target.getRootNode(), keys = opened.get(root);
@@ -24,9 +26,23 @@ export function render({ model }) {
     const found = keyed(root).find(([, d]) => d === event.target);
     if (found) event.target.open ? keys.add(found[0]) : keys.delete(found[0]);
   };
+  const onFocus = (event) => {
+    const d = event.target.tagName === "SUMMARY" && event.target.parentElement;
+    const found = d && keyed(event.target.getRootNode()).find(([, x]) => x === d);
+    focused.set(event.target.getRootNode(), found ? found[0] : null);
+  };
+  const onBlur = (event) => { // (a focused element written away loses the focus with no event, or with
+    const root = event.target.getRootNode(); // one: wait, a redraw's reopen() comes first)
+    setTimeout(() => { if (!root.activeElement) focused.delete(root); }, 0);
+  };
   const reopen = (root) => { // (the pane written again: its <details> are new, and closed)
-    const keys = opened.get(root);
-    for (const [key, d] of keyed(root)) if (keys.has(key) && !d.open) d.open = true;
+    const keys = opened.get(root), had = focused.get(root);
+    for (const [key, d] of keyed(root)) {
+      if (keys.has(key) && !d.open) d.open = true;
+      const s = d.querySelector(":scope > summary");
+      const lost = !root.activeElement && [document.body, null].includes(document.activeElement);
+      if (key === had && s && lost) s.focus({ preventScroll: true }); // (the keyboard's place kept)
+    }
   };
   // A click on a summary (a pointer's, or Enter or space on a focused one) comes before its
   // <details> toggles: the pane it is in is followed from then on. (Its toggle events do not
@@ -37,6 +53,9 @@ export function render({ model }) {
     if (!root || root === document || opened.has(root)) return;
     opened.set(root, new Set());
     root.addEventListener("toggle", onToggle, true);
+    root.addEventListener("focusin", onFocus, true);
+    root.addEventListener("focusout", onBlur, true);
+    if (root.activeElement === summary) onFocus({ target: summary }); // (focused before it was followed)
     const o = new MutationObserver(() => reopen(root));
     o.observe(root, { childList: true, subtree: true });
     observers.push(o);

@@ -34,3 +34,23 @@ def test_a_cards_question_mark_stays_open_while_the_card_is_drawn_again(page, re
     page.get_by_role("button", name="⟲ Rewind").first.click()
     expect(value).to_have_text(rewound)
     expect(counts).to_be_hidden()
+
+
+@pytest.mark.parametrize("which", PAGES)
+def test_a_focused_question_mark_keeps_the_keyboards_focus_as_its_card_is_drawn_again(page, recorded, served,
+                                                                                     which):
+    page.set_viewport_size(LAPTOP)
+    open_page(page, which, served, "fragmentation")
+    page.get_by_role("button", name="⟲ Rewind").first.click()
+    card = page.locator('.kv-metric[data-node="fragmentation"][data-label="IN USE"]').first
+    summary, value = card.locator("summary"), card.locator(".kv-value")
+    summary.focus()
+    page.keyboard.press("Enter")  # (opened from the keyboard)
+    expect(card.locator(".kv-counts")).to_be_visible()
+    rewound = value.inner_text()
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")  # (Step: the card is written anew each time)
+    expect(value).not_to_have_text(rewound)
+    expect(summary).to_be_focused()
+    page.keyboard.press("Enter")  # (and the next Enter closes it, where the student left it)
+    expect(card.locator(".kv-counts")).to_be_hidden()
