@@ -44,10 +44,10 @@ export function render({ model }) {
       if (key === had && s && lost) s.focus({ preventScroll: true }); // (the keyboard's place kept)
     }
   };
-  // A click on a summary (a pointer's, or Enter or space on a focused one) comes before its
-  // <details> toggles: the pane it is in is followed from then on. (Its toggle events do not
+  // A summary focused or clicked (a pointer's click, or Enter or space on a focused one) comes before
+  // its <details> toggles: the pane it is in is followed from then on. (Its toggle events do not
   // leave the pane's shadow root: they are caught there.)
-  const onClick = (event) => {
+  const follow = (event) => {
     const summary = event.composedPath().find((n) => n && n.tagName === "SUMMARY");
     const root = summary && summary.getRootNode();
     if (!root || root === document || opened.has(root)) return;
@@ -60,9 +60,11 @@ export function render({ model }) {
     o.observe(root, { childList: true, subtree: true });
     observers.push(o);
   };
-  document.addEventListener("click", onClick, true);
+  document.addEventListener("click", follow, true);
+  document.addEventListener("focusin", follow, true);
   model.on("remove", () => {
-    document.removeEventListener("click", onClick, true);
+    document.removeEventListener("click", follow, true);
+    document.removeEventListener("focusin", follow, true);
     observers.forEach((o) => o.disconnect());
   });
 }
