@@ -320,8 +320,10 @@
       else if (action === "predict_typing") this.typing = value;
       else if (action === "predict") this.predict(value === null ? this.typing : value);
       else if (c[action] && onLive && action !== "reset" && (this.meta.controls || {})[action]) {
-        // (a state computed live: the server's engine takes this action from it too)
-        this.live({ act: this.meta.controls[action], value });
+        // (a state computed live: the server's engine takes this action from it too; one that plays
+        // in the live lesson, as Add request does, at the step shown, and played from there, as live)
+        const here = c[action].play ? { to: this.rec.steps[this.branch][this.index], after: true, play: true } : {};
+        this.live({ act: this.meta.controls[action], value, ...here });
       } else if (c[action] && this.commitsDraft(action)) {
         // (the box holds the student's own text: that is what this button adds)
       } else if (c[action] && c[action].count && this.index < this.last() && config.frames

@@ -124,13 +124,44 @@ def test_malformed_step_counts_are_ignored_with_a_notice(gaps):
     assert len(s.notices) == 1 and "add_gap" in s.notices[0]
 
 
-def test_step_counts_behind_the_engine_are_a_notice_not_an_error():
+def test_step_counts_beyond_the_run_are_a_notice_not_an_error():
     p = PagingState()
-    notices = urlstate.restore(urlstate.parse({"add": ["Pages"], "add_gap": ["0.0"]}),
+    notices = urlstate.restore(urlstate.parse({"add": ["Pages"], "add_gap": ["500.500"]}),
                                states(FragmentationState(), p, RadixState()))
-    assert len(notices) == 1 and "already taken" in notices[0]
+    assert len(notices) == 1 and "ran out of work" in notices[0]
     assert p.added == []
+
+
+def test_a_request_added_at_the_first_step_restores_there():
+    """Rewind, then Add request: the link's request comes 0 steps after the first two."""
+    live = PagingState()
+    live.rewind()
+    live.add_request(settle=True)
+    p = PagingState()
+    assert urlstate.restore(urlstate.parse({"add": live.added, "add_gap": live.added_gaps}),
+                            states(FragmentationState(), p, RadixState())) == []
+    assert live.added_gaps == ["0.0"] and p.paged == live.paged and p.step_count == live.step_count
 
 
 def test_default_state_has_an_empty_query(frag, paging, radix):
     assert urlstate.query(None, states(frag, paging, radix)) == ""
+
+
+def test_a_request_added_before_the_run_ended_restores_from_its_link():
+    """Step back, then Add request: the link says the request came 23 steps after the last one. A
+    new page (whose node 02 is settled, 24 steps in) restores it from the start, with no notice,
+    to the state the student saw; a second request added after it too."""
+    live = PagingState()
+    live.step_back()
+    live.add_request(settle=True)
+    live.add_request(settle=True)
+    link = urlstate.query(None, states(FragmentationState(), live, RadixState()))
+    assert "add_gap=" in link
+    restored = states(FragmentationState(), PagingState(), RadixState())
+    notices = urlstate.restore(urlstate.parse_search("?" + link), restored)
+    assert notices == []
+    new = restored["paging"]
+    assert [(r.name, r.prompt, r.status) for r in new.paged.requests] == \
+           [(r.name, r.prompt, r.status) for r in live.paged.requests]
+    assert new.step_count == live.step_count and new.paged.metrics == live.paged.metrics
+    assert new.contiguous.metrics == live.contiguous.metrics

@@ -40,6 +40,9 @@ def parse(one: dict[str, str], many: dict[str, list[str]], notices: list[str]) -
 
 
 def restore(state: PagingState, link: Link, notices: list[str]) -> None:
+    if link.add_gap:  # (the gaps count the steps from the start: replayed from there, not the settled end)
+        for t in state.timelines:
+            t.rewind()
     for k, prompt in enumerate(link.add):
         after = link.add_gap[k] if link.add_gap else None
         if not state.add_request(prompt, settle=after is None, after=after):
