@@ -201,7 +201,12 @@
           else if (attr === "disabled" && setDisabled(model, Boolean(this.rec.values[vi]))) return;
           else {
             const v = decode(this.rec.values[vi]);
-            if (attr === "value" && typeof v === "string") this.echoes.add(v); // (a box's text set here, not typed)
+            if (attr === "value" && typeof v === "string") {
+              // (the box holds the student's own text: kept, as the live lesson keeps it; its
+              // suggestion, which follows the state shown, is not written over it)
+              if (this.draft && !this.echoes.has(this.draft) && "value_input" in model.properties) return;
+              this.echoes.add(v); // (a box's text set here, not typed)
+            }
             model.setv({ [attr]: v });
           }
         });

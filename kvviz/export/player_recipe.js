@@ -16,7 +16,10 @@
       this.unheld();
       const v = this.vars;
       const was = this.branchOf(v);
-      if (effect.reset) Object.assign(v, this.meta.vars || {});
+      if (effect.reset) {
+        Object.assign(v, this.meta.vars || {});
+        if (this.draft) { this.draft = ""; this.shown = null; } // (Reset refills the box, as live: all set again)
+      }
       for (const [k, x] of Object.entries(effect.set || {})) {
         const given = x === "$value" ? value : x;
         v[k] = typeof given === "boolean" ? Number(given) : given;

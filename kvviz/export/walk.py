@@ -40,8 +40,9 @@ from kvviz.export.page_models import classes, model_order, node_column, page_con
 from kvviz.export.record import Reader, Recording, Values, record
 
 # Branches per piece, by node: a piece is a few seconds of one core (node 01's 32 branches are
-# short; node 02's are long, and longer the more requests they add).
-PIECE = {"fragmentation": 4, "paging": 1, "radix": 2}
+# short). Node 02's nine in one piece: each Add request's branch continues the one before, whose
+# states before that add it copies (`Rows.walk_back`'s joins) rather than draw them again.
+PIECE = {"fragmentation": 4, "paging": 9, "radix": 2}
 # A node's work in a recording, in CPU seconds of one process (its self-checks, its predictions and
 # its walk, measured 2026-12-07 on this project's 2-core machine): how the nodes are shared out
 # between the workers (`lanes.assign`), each node's work in one of them.

@@ -54,7 +54,7 @@ def test_a_branch_that_continues_another_copies_its_states_and_reads_the_same(mo
     drawn: list[int] = []
     visit = Rows.visit
     monkeypatch.setattr(Rows, "visit", lambda self, step: (drawn.append(step), visit(self, step))[1])
-    # (node 02's second request continues its first, but every state reads otherwise: none copied)
+    # (node 02's second branch continues its first: its states before its Add request are copied)
     branches = {"fragmentation": ["r5f0", "r5f1", "r12f0", "r12f1"], "paging": ["a0", "a1"]}
     monkeypatch.setitem(walk.PIECE, "fragmentation", 4)
     monkeypatch.setitem(walk.PIECE, "paging", 2)

@@ -41,14 +41,14 @@ class PagingScenario:
                             weights=WEIGHTS)
         self.contiguous = Timeline(replace(base, policy="contiguous", reserve_blocks=self.RESERVE_BLOCKS))
         self.paged = Timeline(replace(base, policy="paged"))
-        self.num_added = 0
         for prompt, kv_tokens in INITIAL:
             self.add(prompt, max_new_for(prompt, kv_tokens), run=False)
-        self.num_added = 0  # requests of the stream added since
         self.run_until_idle()
 
     def next_request(self) -> tuple[str, int]:
-        k = self.num_added
+        """The stream's next request after the requests the pools hold now: a step back past an
+        add (or a Rewind) undoes it, and its prompt is the next one again."""
+        k = sum(op.kind == "add" for op in self.paged.ops) - len(INITIAL)
         prompt = PROMPTS[k % len(PROMPTS)]
         return prompt, max_new_for(prompt, KV_TOKENS[k % len(KV_TOKENS)])
 
@@ -70,7 +70,6 @@ class PagingScenario:
         except ValueError:
             self.paged.replay(self.paged.ops[:-1])
             raise
-        self.num_added += 1
         if run:
             self.run_until_idle()
 

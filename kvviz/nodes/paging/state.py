@@ -34,7 +34,9 @@ class PagingState(NodeState):
         super().__init__(**params)
         self._awaited: str | None = None  # the request whose admission a prediction waits for
         self.scenario = new_scenario(PagingScenario)
-        self.prompt = self.scenario.next_request()[0]
+        # (the suggestion the box holds, untouched; None once the student wrote in it)
+        self._suggested: str | None = None
+        self.prompt = self._suggest()
         self._refresh()
 
     def _before_refresh(self) -> None:
@@ -44,22 +46,48 @@ class PagingState(NodeState):
         select's view, options and all, several milliseconds on every engine step.)"""
         names = [r.name for r in self.scenario.paged.snapshot().requests]
         if list(self.param.request.objects) != names:
+            # (the request drawn chosen first, among the choices it had: the select's widget would
+            # otherwise take the first of the new choices for one that is gone)
+            if (chosen := self._chosen(names)) != self.request and chosen in self.param.request.objects:
+                self.request = chosen
             self.param.request.objects = names
         if self._awaited is not None and self.outcome() != "waiting":
             self._resolve_prediction()
             self._awaited = None
+        # The box suggests what Add request adds next from the state shown (a step back past an
+        # add suggests that add's prompt again), unless the student wrote their own.
+        if self._suggested is not None and self.prompt == self._suggested:
+            self._suggested = self.prompt = self.scenario.next_request()[0]
+
+    def typing(self, text: str) -> None:
+        """The box's text as the student types it (before it is committed): from the first key that
+        makes it differ from the suggestion, the box is theirs, and no step writes over it."""
+        if text != self._suggested:
+            self._suggested = None
+
+    def _suggest(self) -> str:
+        """The box refilled (Add request, Reset): the stream's next prompt, a suggestion again."""
+        self._suggested = self.scenario.next_request()[0]
+        return self._suggested
 
     def _snapshots(self, show_newest: bool = False) -> dict:
         paged = self.scenario.paged.snapshot()
         names = [r.name for r in paged.requests]
-        if show_newest and names:
-            chosen = names[-1]
-        else:
-            chosen = self.request if self.request in names else (names[0] if names else None)
+        chosen = names[-1] if show_newest and names else self._chosen(names)
         # What was added since the defaults, read from the ops (Step back or Rewind can drop some).
         added = [op.prompt for op in self.scenario.paged.ops if op.kind == "add"][PagingScenario.NUM_INITIAL:]
         return {"contiguous": self.scenario.contiguous.snapshot(), "paged": paged, "request": chosen,
                 "added": added, "added_gaps": self._gaps(PagingScenario.NUM_INITIAL)}
+
+    def _chosen(self, names: list[str]) -> str | None:
+        """The request whose table is drawn among the requests `names`: the one chosen while it is
+        there; stepped back past its arrival, the newest request added since the start; none chosen,
+        or none added yet, the first (as on a new page)."""
+        if self.request in names or not names:
+            return self.request if names else None
+        if self.request is not None and len(names) > PagingScenario.NUM_INITIAL:
+            return names[-1]
+        return names[0]
 
     def add_request(self, prompt: str | None = None, settle: bool = False,
                     after: tuple[int, ...] | None = None) -> bool:
@@ -72,7 +100,7 @@ class PagingState(NodeState):
             return False
         if self.predicted is not None:
             self._awaited = self.scenario.contiguous.snapshot().requests[-1].name
-        self._refresh(snapshots=self._snapshots(show_newest=True), prompt=self.scenario.next_request()[0],
+        self._refresh(snapshots=self._snapshots(show_newest=True), prompt=self._suggest(),
                       playing=added is Added.PLAYING)
         return True
 
@@ -105,5 +133,5 @@ class PagingState(NodeState):
         self._awaited = None
         self.request = None  # (the first request's block table is drawn again, as on a new page)
         self._refresh("Back to the lesson's starting point.", playing=False,
-                      prompt=self.scenario.next_request()[0], predicted=None,
+                      prompt=self._suggest(), predicted=None,
                       verdict_shown=False)

@@ -22,6 +22,7 @@ class PagingView(NodeView):
                                               max_length=fmt.PROMPT_MAX_CHARS, sizing_mode="stretch_width",
                                               min_width=220, css_classes=["kv-in-prompt"])
         box.param.watch(lambda _e: (self._touch(), s.add_request()), "enter_pressed")
+        box.param.watch(lambda e: s.typing(e.new), "value_input")  # (the student's own text: kept)
         add = self._button("Add request", s.add_request, color="primary")
         reset = self._button("Reset", s.reset)
         chooser = pn.widgets.Select.from_param(s.param.request, label="Block table of", width=160,
