@@ -46,7 +46,7 @@ PIECE = {"fragmentation": 4, "paging": 9, "radix": 2}
 # A node's work in a recording, in CPU seconds of one process (its self-checks, its predictions and
 # its walk, measured 2026-12-07 on this project's 2-core machine): how the nodes are shared out
 # between the workers (`lanes.assign`), each node's work in one of them.
-WEIGHT = {"fragmentation": 4.4, "paging": 6.5, "radix": 0.8}
+WEIGHT = {"fragmentation": 3.4, "paging": 2.6, "radix": 0.7}
 
 
 @dataclass
