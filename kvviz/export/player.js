@@ -202,8 +202,7 @@
           else {
             const v = decode(this.rec.values[vi]);
             if (attr === "value" && typeof v === "string") {
-              // (the box holds the student's own text: kept, as the live lesson keeps it; its
-              // suggestion, which follows the state shown, is not written over it)
+              // (the student's own text in the box is kept, as live: no suggestion written over it)
               if (this.draft && !this.echoes.has(this.draft) && "value_input" in model.properties) return;
               this.echoes.add(v); // (a box's text set here, not typed)
             }
@@ -327,8 +326,8 @@
       else if (c[action] && onLive && action !== "reset" && (this.meta.controls || {})[action]) {
         // (a state computed live: the server's engine takes this action from it too; one that plays
         // in the live lesson, as Add request does, at the step shown, and played from there, as live)
-        const here = c[action].play ? { to: this.rec.steps[this.branch][this.index], after: true, play: true } : {};
-        this.live({ act: this.meta.controls[action], value, ...here });
+        const at = c[action].play ? { to: this.rec.steps[this.branch][this.index], after: true, play: true } : {};
+        this.live({ act: this.meta.controls[action], value, ...at });
       } else if (c[action] && this.commitsDraft(action)) {
         // (the box holds the student's own text: that is what this button adds)
       } else if (c[action] && c[action].count && this.index < this.last() && config.frames
@@ -381,8 +380,7 @@
       touched = name;
       nodes[name].act(action, value);
     },
-    // A shortcut key (kvviz/web/keyboard.py: KEYS) for the node in view, else the last touched;
-    // a page of one node acts on it. The node's own buttons do the same.
+    // A shortcut key (web/keyboard.py: KEYS) for the node in view, else the last touched, as its buttons.
     key(action, inView) {
       if (this.classroom && this.classroom.isPaused()) return; // (eyes on the teacher)
       const name = ORDER.length === 1 ? ORDER[0] : nodes[inView] ? inView : touched || ORDER[0];

@@ -22,9 +22,10 @@ def test_each_key_goes_to_one_lane_and_lane_0_is_the_most_loaded(weights, n):
 
 
 def test_the_recording_s_nodes_share_two_lanes_as_measured():
-    """Node 02 (the heaviest) alone; nodes 01 and 03 together."""
+    """Node 01 (the heaviest, since node 02's branches copy what they share) alone; nodes 02 and 03
+    together."""
     lane = lanes.assign(walk.WEIGHT, 2)
-    assert lane["paging"] == 0 and lane["fragmentation"] == lane["radix"] == 1
+    assert lane["fragmentation"] == 0 and lane["paging"] == lane["radix"] == 1
 
 
 def _all(pool: lanes.Lanes) -> list:
