@@ -11,7 +11,8 @@ process. A process pool sends a task to whichever worker is free, losing both.
 is done: (tag, value) each, the worker's error raised here. One task is in a process at a time
 (the next is sent when it answers): a pipe never holds more than one task and one answer each way.
 A lane may run at a lower priority (`nice`): the recording's lighter lanes yield to its heaviest,
-whose end is the recording's end while the page writer also wants a core. A process that must
+whose end is the recording's end while the page writer also wants a core (`LIGHTER_NICE`: none
+while the lanes are even). A process that must
 stop (`kill`) is ended whatever it is doing. (A lane with nothing left does not take another
 lane's tasks: tried, a piece of another node cost it that node's views and the engine runs its
 own lane had made, ~0.9 s of a core for a piece of 0.1 s, and the recording ended no sooner.)
@@ -41,8 +42,10 @@ def assign(weights: dict[str, float], lanes: int) -> dict[str, int]:
 
 
 # How much lower the priority of every lane but the first (the most loaded: `assign`) is. Measured
-# (2026-12-07, 2 cores, the first recording, 3 rounds side by side): 0 → 11.5 s median, 5 → 11.0 s.
-LIGHTER_NICE = 5
+# (2026-12-07, 2 cores, the first recording, side by side): while node 02 alone was the heaviest
+# lane, 0 → 11.5 s median, 5 → 11.0 s; with the lanes even (node 02's joins), 5 → 8.2 s, 0 → 7.8 s
+# (6 rounds).
+LIGHTER_NICE = 0
 
 
 def _serve(conn: Connection, nice: int = 0) -> None:

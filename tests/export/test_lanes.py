@@ -37,10 +37,10 @@ def _all(pool: lanes.Lanes) -> list:
     return out
 
 
-def test_a_lane_s_tasks_run_in_its_own_process_in_order_and_the_lighter_lanes_yield():
+def test_a_lane_s_tasks_run_in_its_own_process_in_order_at_its_own_priority():
     from walk_stand_ins import whose
 
-    pool = lanes.Lanes(2, walk._context(), [0, lanes.LIGHTER_NICE])
+    pool = lanes.Lanes(2, walk._context(), [0, 5])
     try:
         for i in range(6):
             pool.put(i % 2, ("task", i), whose, i)
@@ -53,7 +53,7 @@ def test_a_lane_s_tasks_run_in_its_own_process_in_order_and_the_lighter_lanes_yi
         assert len({value[0] for _tag, value in got}) == 1  # (one process)
     pid0, pid1 = by_lane[0][0][1][0], by_lane[1][0][1][0]
     assert pid0 != pid1
-    assert by_lane[1][0][1][2] - by_lane[0][0][1][2] == lanes.LIGHTER_NICE
+    assert by_lane[1][0][1][2] - by_lane[0][0][1][2] == 5
     assert not any(p.is_alive() for p in pool.procs)
 
 
