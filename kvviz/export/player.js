@@ -309,10 +309,10 @@
       if (this.applying) return; // (a model set by show() echoing back)
       const c = this.meta.actions || {};
       const onLive = this.branch && this.branch.startsWith("live");
-      if (action === "rewind") { this.play(false); this.index = 0; this.show(); this.say("rewound"); }
+      if (action === "rewind") { this.play(false); this.index = 0; this.untaken(); this.show(); this.say("rewound"); }
       else if (action === "back") {
         this.play(false);
-        if (this.index > 0) { this.index -= 1; this.show(); } else this.say("start");
+        if (this.index > 0) { this.index -= 1; this.untaken(); this.show(); } else this.say("start");
       } else if (action === "step") { this.play(false); if (!this.step()) this.say("idle"); }
       else if (action === "play") this.play();
       else if (action === "speed") {

@@ -65,6 +65,25 @@
       }
     },
 
+    // A request a count action added (Add request) after the step shown: the live state there no
+    // longer holds it (a step back past an add undoes it), so from here the branch with one fewer
+    // is shown, at the same step (up to there it reads the same: the recording copied those states).
+    untaken() {
+      const defaults = this.meta.vars || {};
+      for (const e of Object.values(this.meta.actions || {})) {
+        if (!e.count || !(this.rec.steps || {})[this.branch]) continue;
+        const step = this.rec.steps[this.branch][this.index];
+        while (this.vars[e.count] > (defaults[e.count] || 0) && this.branch === this.branchOf(this.vars)) {
+          const fewer = this.branchOf({ ...this.vars, [e.count]: this.vars[e.count] - 1 });
+          const at = (this.rec.steps[fewer] || []).indexOf(step);
+          if (at < 0) break;
+          this.vars[e.count] -= 1;
+          this.branch = fewer;
+          this.index = at;
+        }
+      }
+    },
+
     // The variables a recorded branch's name holds (a link opened on it): read by its template.
     restoreVars(branch) {
       const names = [];

@@ -47,3 +47,28 @@ def test_the_box_suggests_the_next_add_from_the_state_shown_and_keeps_what_the_s
     expect(box).to_have_value("my own words")
     node.get_by_role("button", name="Reset").click()  # (Reset refills it, as a new page has it)
     expect(box).to_have_value(first)
+
+
+@pytest.mark.parametrize("which", PAGES)
+def test_a_request_rewound_past_is_gone_when_the_node_plays_again(page, recorded, served, which):
+    """Add request, Rewind, Play: the live lesson's Rewind undid the request (it came after the first
+    step), so Play runs the first two to their end, step 24, the reference's 67% / 89%; the played
+    page too, where it played the recorded branch with the request on to step 47."""
+    page.set_viewport_size(LAPTOP)
+    open_page(page, which, served, "paging")
+    node = page.locator(".kv-node-paging").first
+    step = page.locator('.kv-step[data-node="paging"]').first
+    node.get_by_role("button", name="Add request").click()
+    expect(step).to_contain_text("idle", timeout=30_000)
+    expect(step).to_contain_text("step 47")
+    node.get_by_role("button", name="⟲ Rewind").click()
+    expect(step).to_contain_text("step 0")
+    node.get_by_role("button", name="▶ Play").click()
+    expect(step).to_contain_text("idle", timeout=30_000)
+    expect(step).to_contain_text("step 24")
+    card = '.kv-metric[data-node="paging"][data-label="{}"] .kv-value'.format
+    expect(page.locator(card("CONTIGUOUS")).first).to_have_text("67% full")
+    expect(page.locator(card("PAGED")).first).to_have_text("89% full")
+    node.get_by_role("button", name="Add request").click()  # (and Add request adds it again, there)
+    expect(step).to_contain_text("idle", timeout=30_000)
+    expect(step).to_contain_text("step 47")
