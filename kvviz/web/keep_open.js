@@ -47,15 +47,26 @@ export function render({ model }) {
   // A summary focused or clicked (a pointer's click, or Enter or space on a focused one) comes before
   // its <details> toggles: the pane it is in is followed from then on. (Its toggle events do not
   // leave the pane's shadow root: they are caught there.)
+  // (a click on a summary: what it is about to do to its <details>, kept at once, before the
+  // toggle event that follows; a redraw that comes between must not undo it)
+  const clicked = (root, summary) => {
+    const d = summary.parentElement, found = keyed(root).find(([, x]) => x === d);
+    if (found) d.open ? opened.get(root).delete(found[0]) : opened.get(root).add(found[0]);
+  };
   const follow = (event) => {
     const summary = event.composedPath().find((n) => n && n.tagName === "SUMMARY");
     const root = summary && summary.getRootNode();
-    if (!root || root === document || opened.has(root)) return;
+    if (!root || root === document) return;
+    if (opened.has(root)) {
+      if (event.type === "click") clicked(root, summary);
+      return;
+    }
     opened.set(root, new Set());
     root.addEventListener("toggle", onToggle, true);
     root.addEventListener("focusin", onFocus, true);
     root.addEventListener("focusout", onBlur, true);
     if (root.activeElement === summary) onFocus({ target: summary }); // (focused before it was followed)
+    if (event.type === "click") clicked(root, summary);
     const o = new MutationObserver(() => reopen(root));
     o.observe(root, { childList: true, subtree: true });
     observers.push(o);

@@ -8,6 +8,8 @@ import pytest
 from playwright.sync_api import expect
 from test_page_details_played import LAPTOP, PAGES, open_page
 
+from tools.browser import settled
+
 pytestmark = pytest.mark.ui
 
 
@@ -29,6 +31,7 @@ def test_a_cards_question_mark_stays_open_while_the_card_is_drawn_again(page, re
     expect(value).not_to_have_text(rewound)
     expect(counts).to_be_visible()
     expect(counts).to_have_text("Blocks holding at least one token, of all blocks in the pool.")
+    settled(page)  # (the steps' redraws in: then the student closes it)
     card.locator("summary").click()  # (closed by the student: it stays closed)
     expect(counts).to_be_hidden()
     page.get_by_role("button", name="⟲ Rewind").first.click()
@@ -52,5 +55,6 @@ def test_a_focused_question_mark_keeps_the_keyboards_focus_as_its_card_is_drawn_
         page.keyboard.press("ArrowRight")  # (Step: the card is written anew each time)
     expect(value).not_to_have_text(rewound)
     expect(summary).to_be_focused()
+    settled(page)
     page.keyboard.press("Enter")  # (and the next Enter closes it, where the student left it)
     expect(card.locator(".kv-counts")).to_be_hidden()
