@@ -20,12 +20,11 @@ export function render({ model }) {
   const opened = new Map(); // a pane's shadow root -> the keys of its <details> open now
   const focused = new Map(); // a pane's shadow root -> the key of its summary that has the focus
   const observers = [];
-  const onToggle = (event) => {
-    const root = event.target.getRootNode(), keys = opened.get(root);
-    if (!keys || !(event.target instanceof HTMLDetailsElement)) return;
-    const found = keyed(root).find(([, d]) => d === event.target);
-    if (found) event.target.open ? keys.add(found[0]) : keys.delete(found[0]);
+  const mark = (root, d, open) => { // (a followed pane's <details> `d` is open, or not)
+    const keys = opened.get(root), found = keys && keyed(root).find(([, x]) => x === d);
+    if (found) open ? keys.add(found[0]) : keys.delete(found[0]);
   };
+  const onToggle = ({ target: d }) => { if (d instanceof HTMLDetailsElement) mark(d.getRootNode(), d, d.open); };
   const onFocus = (event) => {
     const d = event.target.tagName === "SUMMARY" && event.target.parentElement;
     const found = d && keyed(event.target.getRootNode()).find(([, x]) => x === d);
@@ -49,10 +48,7 @@ export function render({ model }) {
   // leave the pane's shadow root: they are caught there.)
   // (a click on a summary: what it is about to do to its <details>, kept at once, before the
   // toggle event that follows; a redraw that comes between must not undo it)
-  const clicked = (root, summary) => {
-    const d = summary.parentElement, found = keyed(root).find(([, x]) => x === d);
-    if (found) d.open ? opened.get(root).delete(found[0]) : opened.get(root).add(found[0]);
-  };
+  const clicked = (root, summary) => mark(root, summary.parentElement, !summary.parentElement.open);
   const follow = (event) => {
     const summary = event.composedPath().find((n) => n && n.tagName === "SUMMARY");
     const root = summary && summary.getRootNode();

@@ -45,10 +45,14 @@ class PagingScenario:
             self.add(prompt, max_new_for(prompt, kv_tokens), run=False)
         self.run_until_idle()
 
+    def added(self) -> list[str]:
+        """The prompts added since the defaults, read from the pools' history (a step back past an
+        add, or a Rewind, undoes it)."""
+        return [op.prompt for op in self.paged.ops if op.kind == "add"][self.NUM_INITIAL:]
+
     def next_request(self) -> tuple[str, int]:
-        """The stream's next request after the requests the pools hold now: a step back past an
-        add (or a Rewind) undoes it, and its prompt is the next one again."""
-        k = sum(op.kind == "add" for op in self.paged.ops) - len(INITIAL)
+        """The stream's next request after the requests the pools hold now."""
+        k = len(self.added())
         prompt = PROMPTS[k % len(PROMPTS)]
         return prompt, max_new_for(prompt, KV_TOKENS[k % len(KV_TOKENS)])
 

@@ -74,16 +74,14 @@ class PagingState(NodeState):
         paged = self.scenario.paged.snapshot()
         names = [r.name for r in paged.requests]
         chosen = names[-1] if show_newest and names else self._chosen(names)
-        # What was added since the defaults, read from the ops (Step back or Rewind can drop some).
-        added = [op.prompt for op in self.scenario.paged.ops if op.kind == "add"][PagingScenario.NUM_INITIAL:]
         return {"contiguous": self.scenario.contiguous.snapshot(), "paged": paged, "request": chosen,
-                "added": added, "added_gaps": self._gaps(PagingScenario.NUM_INITIAL)}
+                "added": self.scenario.added(), "added_gaps": self._gaps(PagingScenario.NUM_INITIAL)}
 
     def _chosen(self, names: list[str]) -> str | None:
         """The request whose table is drawn among the requests `names`: the one chosen while it is
         there; stepped back past its arrival, the newest request added since the start; none chosen,
         or none added yet, the first (as on a new page)."""
-        if self.request in names or not names:
+        if not names or self.request in names:
             return self.request if names else None
         if self.request is not None and len(names) > PagingScenario.NUM_INITIAL:
             return names[-1]
