@@ -71,7 +71,9 @@ TRANSPORT = (
 )
 
 
-def start_branch(state) -> None:
-    """A branch starts from the node's defaults, with no message (the page opens on the state)."""
-    state.reset()
+def start_branch(state, settings: dict | None = None) -> None:
+    """A branch starts from the node's defaults, with no message (the page opens on the state).
+    `settings`: what the node's `reset` takes from a link about to be restored (its url module's
+    `start`): the engine is built once, as the link has it."""
+    state.reset(**(settings or {}))
     state.notice = ""

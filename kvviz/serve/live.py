@@ -147,9 +147,7 @@ class Frames:
         self.reader.read()  # (whatever the last request left, so that `now` is current)
         # (each state's snapshot kept on the way: stepping back reads them; figures drawn once, at the end)
         with eager_snapshots(), held():
-            start_branch(state)
-            if url is not None:
-                url.restore(state, parsed.links[self.key], notices)
+            _restore(state, self.key, parsed.links.get(self.key), notices)
             while to is not None and state.step_count > to and state.step_back():
                 pass  # (the action is taken at that step of the run, as the live lesson takes it)
             if act:
@@ -177,13 +175,21 @@ class Frames:
         if found is None:
             raise FrameError("There is no such self-check about this node.")
         parsed = urlstate.parse(_multi(query))
-        url = BY_KEY[self.key].url
         with held():  # (the figures drawn once, from the state restored)
-            start_branch(self.state)
-            if url is not None:
-                url.restore(self.state, parsed.links[self.key], [])
+            _restore(self.state, self.key, parsed.links.get(self.key), [])
         explain = self.lesson.states["explain"]
         return {"node": self.key, "asked": asked_of(explain, self.key), "facts": facts_of(explain, self.key)}
+
+
+def _restore(state: Any, key: str, link: Any, notices: list[str]) -> None:
+    """Node `key`'s `state` put where `link` says, from its defaults: its engine built once, as the
+    link has it (the url module's `start`: sharing on, say, rather than built without, then again
+    with, and the checkbox flipped twice). (Every widget the set-up sets is set, even to the value
+    it had: the answer lists the properties its set-up touched, which a page may hold otherwise.)"""
+    url = BY_KEY[key].url
+    start_branch(state, url.start(link) if url is not None else None)
+    if url is not None:
+        url.restore(state, link, notices)
 
 
 def _multi(query: str) -> dict[str, list[str]]:

@@ -99,6 +99,22 @@ def test_a_question_is_run_by_the_engine_and_answered_with_every_state(service, 
     assert ask(service, "node=radix&sharing=1&op=ask%3AWhat+is+a+slab%3F") == (status, answer)
 
 
+def test_a_link_with_sharing_on_builds_its_engine_once(service, monkeypatch):
+    """A branch starts from the defaults with the link's settings (the url module's `start`): node 03
+    with sharing on is built with sharing at once, not without it and then again with it."""
+    from kvviz.nodes.radix import state as radix_state
+
+    service.warm("radix")  # (its frames built first: their state starts at the defaults)
+    built = []
+    real = radix_state.new_scenario
+    monkeypatch.setattr(radix_state, "new_scenario", lambda cls, *a: built.append(a) or real(cls, *a))
+    status, answer = ask(service, "node=radix&sharing=1&op=ask%3AWhat+is+a+page%3F")
+    assert status == 200 and answer["ok"] and "sharing=1" in answer["link"]
+    assert built == [(True,)]
+    built.clear()
+    assert ask(service, "node=radix&op=ask%3AWhat+is+a+page%3F")[0] == 200 and built == [(False,)]
+
+
 def test_a_button_is_done_to_the_nodes_own_widget(service):
     status, answer = ask(service, "node=radix&sharing=1&act=do-release_oldest")
     assert status == 200 and "op=release" in answer["link"]

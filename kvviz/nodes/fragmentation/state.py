@@ -82,9 +82,10 @@ class FragmentationState(NodeState):
         table = newest.block_table
         return text.WHY_ADMITTED.format(need=len(table), name=newest.name, first=min(table), last=max(table))
 
-    def reset(self) -> None:
-        """Back to the defaults, widgets included: one update that every binding hears."""
-        default = self.param.reserve.default
+    def reset(self, reserve: int | None = None) -> None:
+        """Back to the defaults, widgets included: one update that every binding hears.
+        (`reserve`: a link's length, built at once: kvviz/nodes/fragmentation/url.py `start`.)"""
+        default = self.param.reserve.default if reserve is None else reserve
         self.scenario = new_scenario(FragmentationScenario, default)
         self._refresh("Back to the lesson's starting point.", playing=False, reserve=default, predicted=None,
                       verdict_shown=False)

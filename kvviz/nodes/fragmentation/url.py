@@ -27,6 +27,11 @@ def parse(one: dict[str, str], many: dict[str, list[str]], notices: list[str]) -
     return link
 
 
+def start(link: Link) -> dict:
+    """What `FragmentationState.reset` takes from the link: its slab length, built once."""
+    return {"reserve": link.reserve}
+
+
 def restore(state: FragmentationState, link: Link, notices: list[str]) -> None:
     if link.reserve != state.reserve:
         state.reserve = link.reserve

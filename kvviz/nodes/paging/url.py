@@ -39,6 +39,11 @@ def parse(one: dict[str, str], many: dict[str, list[str]], notices: list[str]) -
     return link
 
 
+def start(link: Link) -> dict:
+    """What `PagingState.reset` takes from the link: nothing (its pool is the same for every link)."""
+    return {}
+
+
 def restore(state: PagingState, link: Link, notices: list[str]) -> None:
     if link.add_gap:  # (the gaps count the steps from the start: replayed from there, not the settled end)
         for t in state.timelines:

@@ -130,10 +130,11 @@ class RadixState(NodeState):
         snap = self.scenario.snapshot()
         return text.WHY_STORED.format(sum=fmt.stored_sum(snap))
 
-    def reset(self) -> None:
-        """Back to the defaults, the checkbox included: one update that every binding hears."""
-        self.scenario = new_scenario(RadixScenario, False)
-        self._refresh("Back to the lesson's starting point.", playing=False, sharing=False,
+    def reset(self, sharing: bool = False) -> None:
+        """Back to the defaults, the checkbox included: one update that every binding hears.
+        (`sharing`: a link's setting, built at once: kvviz/nodes/radix/url.py `start`.)"""
+        self.scenario = new_scenario(RadixScenario, sharing)
+        self._refresh("Back to the lesson's starting point.", playing=False, sharing=sharing,
                       prompt=MORE_QUESTIONS[0], predicted=None,
                       verdict_shown=False)
 

@@ -40,6 +40,12 @@ def parse(one: dict[str, str], many: dict[str, list[str]], notices: list[str]) -
     return link
 
 
+def start(link: Link) -> dict:
+    """What `RadixState.reset` takes from the link: a branch built with sharing as the link has it
+    starts so (rather than built without, then again with)."""
+    return {"sharing": link.sharing}
+
+
 def restore(state: RadixState, link: Link, notices: list[str]) -> None:
     if link.sharing:
         state.sharing = True
