@@ -55,15 +55,17 @@ def plan_decode(block_tables: torch.Tensor, seq_lens: torch.Tensor, block_size: 
                          f"got {tuple(block_tables.shape)} and {tuple(seq_lens.shape)}")
     tables = block_tables.to(torch.int32).contiguous()
     lens = seq_lens.to(torch.int32).contiguous()
-    lo, hi = int(lens.min()), int(lens.max())
+    # (read as Python ints, in two calls: a few hundred small ints at most, where tensor arithmetic
+    # on them took a dozen calls of a few µs each, in every decode step)
+    n_of, rows = lens.tolist(), tables.tolist()
+    lo, hi = min(n_of), max(n_of)
     if lo < 1 or hi > tables.shape[1] * block_size:
         raise ValueError(f"seq_lens must be in [1, {tables.shape[1] * block_size}] (the block tables' pages "
                          f"× block_size), got {lo}..{hi}")
-    pages = (hi + block_size - 1) // block_size
-    used = tables[:, :pages][torch.arange(pages)[None, :] * block_size < lens[:, None].long()].long()
-    if int(used.min()) < 0:
-        raise ValueError(f"block_tables name block {int(used.min())}: a block id is >= 0")
-    return NativePlan(tables, lens, hi, block_size, used, int(used.max()))
+    used = [b for row, n in zip(rows, n_of, strict=True) for b in row[:(n + block_size - 1) // block_size]]
+    if min(used) < 0:
+        raise ValueError(f"block_tables name block {min(used)}: a block id is >= 0")
+    return NativePlan(tables, lens, hi, block_size, torch.tensor(used, dtype=torch.int64), max(used))
 
 
 def paged_decode_attention(
