@@ -60,11 +60,17 @@ def test_extend_matches_reference_on_any_batch(batch, block_size, group, num_kv_
     _close(cpu_extend.paged_extend_attention(*args), paged_extend_attention_ref(*args))
 
 
-def test_a_batch_without_a_cached_prefix_and_what_the_c_does_not_take_go_to_the_reference():
-    """Pure prefills (SDPA's causal kernel), float16, caches that are strided views, and more query
-    heads per KV head than a tile holds: the reference's own result."""
-    cases = [_args([(0, 9), (0, 20)], 4, 2, 2, HEAD_DIM),
-             _args(BATCH, 4, 2, 2, HEAD_DIM, dtype=torch.float16),
+def test_a_batch_without_a_cached_prefix_is_the_cs_too():
+    """Pure prefills (prompts' first: the reference's path there is SDPA's causal kernel), by the C."""
+    args = _args([(0, 9), (0, 20), (0, 33)], 4, 2, 2, HEAD_DIM)
+    _close(cpu_extend.paged_extend_attention(*args), paged_extend_attention_ref(*args))
+    assert not torch.equal(cpu_extend.paged_extend_attention(*args), paged_extend_attention_ref(*args))
+
+
+def test_what_the_c_does_not_take_goes_to_the_reference():
+    """float16, caches that are strided views, and more query heads per KV head than a tile holds:
+    the reference's own result."""
+    cases = [_args(BATCH, 4, 2, 2, HEAD_DIM, dtype=torch.float16),
              _args(BATCH, 4, 2, 2, HEAD_DIM, fused_kv=True),
              _args(BATCH, 4, 17, 1, HEAD_DIM)]
     for args in cases:
@@ -119,7 +125,8 @@ def test_native_sharing_gives_the_tokens_of_torch_and_of_no_sharing(block_size, 
 
     monkeypatch.setattr(cpu_extend, "load", lambda: dataclasses.replace(library, extend=extend))
     native = _serve("native", True, block_size)
-    assert len(calls) == TINY.num_layers - 1  # the questions' prefill (the last layer's is a decode's)
+    # the first prompt's prefill and the questions' (in every layer but the last: a decode's there)
+    assert len(calls) == 2 * (TINY.num_layers - 1)
     assert native == _serve("torch", True, block_size) == _serve("native", False, block_size)
 
 
