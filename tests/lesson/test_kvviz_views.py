@@ -80,6 +80,22 @@ def test_metric_card_has_stable_selectors_and_escapes():
     assert "a &lt;b&gt; c" in out
 
 
+def test_a_row_of_cards_follows_each_cards_own_snapshot():
+    """Node 02's row reads two pools (one watcher per snapshot parameter writes its cards): a step
+    shows each card its own pool's number, as a card made alone shows it."""
+    from kvviz.figures.metric_card import MetricCard, card_row
+    from kvviz.nodes.paging import text
+
+    state = PagingState()
+    panes = card_row(state, text.CARDS).objects  # (each card's HTML pane)
+    before = [p.object for p in panes]
+    state.add_request("Memory is", settle=True)
+    shown = [p.object for p in panes]
+    assert shown == [MetricCard(snapshot=state.param[c.of], node=state.key, card=c)._pane.object
+                     for c in text.CARDS]
+    assert {c.of for c in text.CARDS} == {"contiguous", "paged"} and shown != before
+
+
 def test_radix_tree_layout_puts_the_trunk_between_root_and_branches():
     nodes, edges, rows = layout(RadixState(sharing=True).snapshot)
     assert nodes["label"][0] == "root"
