@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
+from typing import Any
 
 from engine.events import EventLog
+from engine.util import deepcopy_int_lists
 
 
 class BlockPool:
+    def __deepcopy__(self, memo: dict[int, Any]) -> BlockPool:
+        return deepcopy_int_lists(self, memo, ("ref_count", "page_index", "_free_heap"), ("tokens",))
+
     def __init__(self, num_blocks: int, block_size: int, log: EventLog):
         self.num_blocks = num_blocks
         self.block_size = block_size

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 EventKind = Literal[
     "request_added",
@@ -28,6 +28,9 @@ class Event:
     request_id: int | None
     blocks: tuple[int, ...]
     reason: str
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Event:
+        return self  # (frozen, of immutable values: an engine's clone shares its log's events)
 
 
 class EventLog:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine.util import deepcopy_int_lists
 
 if TYPE_CHECKING:
     from engine.radix_cache import RadixNode
@@ -52,6 +54,9 @@ class Request:
     reason: str = ""  # why it was refused, preempted or finished, in words
     stop: Stop = Stop.NONE  # why it finished, as data
     radix_node: RadixNode | None = None  # the deepest radix node this request locks, if any
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Request:
+        return deepcopy_int_lists(self, memo, ("prompt_ids", "output_ids", "block_table"))
 
     @property
     def name(self) -> str:

@@ -71,6 +71,13 @@ def test_the_clone_shares_the_model_and_copies_all_state(make_engine):
     assert all(twin.requests[r.request_id] is r for r in [*sched.running, *sched.waiting])
     nodes = {id(n) for n in sched.radix.nodes()}
     assert all(id(r.radix_node) in nodes for r in sched.running if r.radix_node is not None)
+    # (lists of ints copied as lists, engine/util.py's deepcopy_int_lists; the log's frozen events shared)
+    assert all(a == b and a is not b for a, b in zip(twin.pool.tokens, engine.pool.tokens, strict=True))
+    for rid, r in engine.requests.items():
+        for name in ("prompt_ids", "output_ids", "block_table"):
+            assert getattr(twin.requests[rid], name) == getattr(r, name)
+            assert getattr(twin.requests[rid], name) is not getattr(r, name)
+    assert twin.log.events == engine.log.events and twin.log.events is not engine.log.events
     twin.check_integrity()
 
 
