@@ -56,14 +56,17 @@
     return { node: nodeInView(), predicted: predicted(), name };
   }
 
-  // A report when what the page says changed (or `beat`: the heartbeat), at most one a `gap_ms`.
+  // A report when what the page says changed (or `beat`: the heartbeat), at most one a `gap_ms`,
+  // and none while one is on its way: its answer may bring the page's token, without which the next
+  // would be refused as another page's id (a busy server answering slower than `gap_ms`).
   let later = null;
+  let inflight = false;
   async function report(beat) {
     if (stopped || !config) return;
     const now = what();
     const same = sent && JSON.stringify(now) === JSON.stringify(sent);
     if (same && !beat) return;
-    const wait = lastSent + config.gap_ms - Date.now();
+    const wait = inflight ? config.gap_ms : lastSent + config.gap_ms - Date.now();
     if (wait > 0) {
       if (later === null) later = setTimeout(() => { later = null; report(beat); }, wait);
       return;
@@ -76,6 +79,7 @@
     if (saved && saved.id === id) body.token = saved.token;
     lastSent = Date.now();
     sent = now;
+    inflight = true;
     try {
       const r = await fetch(config.report, { method: "POST", headers: { "Content-Type": "application/json" },
                                              body: JSON.stringify(body), cache: "no-store" });
@@ -85,6 +89,8 @@
       else if (!r.ok) sent = null; // (sent again with the next change or beat)
     } catch (e) {
       sent = null;
+    } finally {
+      inflight = false;
     }
   }
 

@@ -9,6 +9,7 @@ the session's tests, so names carry a random tag and rows are found by it.
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 
@@ -118,6 +119,36 @@ def test_the_roster_follows_students_and_pause_stops_every_page(page, browser, r
     assert dialogs == [] and first.kv_errors == [] and second.kv_errors == [] and page.kv_errors == []
     for student in (first, second):
         student.context.close()
+
+
+def test_a_page_sends_no_report_while_its_last_is_unanswered(browser, recorded):
+    """A busy server may answer a page's first report (which brings the page its roster token) later
+    than the next is due: that one waits for the answer and carries the token. (It went without one,
+    was refused as another page's id, 403, and the page reported no more: CI, at 815198d.)"""
+    context = browser.new_context()
+    page = context.new_page()
+    held, bodies = [], []
+
+    def hold_the_first(route, request):
+        bodies.append(json.loads(request.post_data or "{}"))
+        if len(bodies) == 1:
+            held.append(route)  # (answered below, once a change is due)
+        else:
+            route.continue_()
+
+    page.route("**/lesson-report", hold_the_first)
+    page.goto(recorded.base)
+    page.wait_for_function("document.documentElement.dataset.kvReadyRadix === '1'")
+    page.wait_for_timeout(200)
+    assert len(bodies) == 1 and "token" not in bodies[0]
+    page.locator(".kv-node-radix").first.scroll_into_view_if_needed()  # (a change to report)
+    page.wait_for_timeout(2_000)  # (more than a report's gap, 1.2 s)
+    assert len(bodies) == 1  # (none sent while the first is unanswered)
+    held[0].continue_()
+    page.wait_for_timeout(2_500)
+    assert len(bodies) >= 2 and all(b.get("token") for b in bodies[1:]), bodies
+    assert bodies[-1]["node"] == "radix"
+    context.close()
 
 
 def test_pace_holds_the_nodes_past_it_and_follow_me_brings_every_page_to_a_state(page, browser, recorded):
