@@ -21,8 +21,8 @@ from kvviz.web.redraw import Update
 from kvviz.web.refs import watch
 
 # The class of a pane a played page updates just after the frame that shows a new state, not in
-# it: text the student does not see at once (a folded "As text"), whose layout would delay the
-# numbers and pictures (kvviz/export/player.js, `later`).
+# it: text the student does not see at once (a folded "As text") or a list that grows a row (the
+# requests), whose layout would delay the numbers and pictures (kvviz/export/player.js, `later`).
 AFTER_PAINT = "kv-after-paint"
 
 

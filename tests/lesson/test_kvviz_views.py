@@ -73,6 +73,20 @@ def test_request_list_escapes_prompts(hostile):
     assert "&lt;img src=x onerror=alert(1)&gt;" in out
 
 
+def test_a_request_list_is_written_after_the_numbers_on_a_played_page():
+    """Its pane carries the class the player sets after the frame that shows a state (a row more lays
+    the page out again: node 02's first Add request); its text is the pool's requests all the same."""
+    from kvviz.figures.request_list import RequestList
+    from kvviz.web.live_html import AFTER_PAINT
+
+    p = PagingState()
+    listed = RequestList(snapshot=p.param.paged, node="paging", pool="paged")
+    pane = listed.__panel__()
+    assert AFTER_PAINT in pane.css_classes
+    p.add_request("Memory is", settle=True)
+    assert pane.object == requests_html(p.paged, "paging", "paged")
+
+
 def test_metric_card_has_stable_selectors_and_escapes():
     out = card_html("fragmentation", "IN USE", "12 / 32 · 38%", "a <b> c")
     assert 'class="kv-metric" data-node="fragmentation" data-label="IN USE"' in out
