@@ -45,6 +45,9 @@ def test_a_focused_question_mark_keeps_the_keyboards_focus_as_its_card_is_drawn_
     page.set_viewport_size(LAPTOP)
     open_page(page, which, served, "fragmentation")
     page.get_by_role("button", name="⟲ Rewind").first.click()
+    settled(page)  # (live, the Rewind's redraw may come after the focus below: a headless page, not the
+    # window's focus, gets no focusin for it, so nothing followed the card yet: the summary, written away,
+    # took the focus with it and Enter met the page's body; CI at 8e3c9f5, 1 in 6 alone)
     card = page.locator('.kv-metric[data-node="fragmentation"][data-label="IN USE"]').first
     summary, value = card.locator("summary"), card.locator(".kv-value")
     summary.focus()
