@@ -22,6 +22,7 @@ from kvviz.web.keyboard import Keyboard
 from kvviz.web.lazy import LazySlot
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.nav import Nav, items_html
+from kvviz.web.timer import SessionTimer
 
 CSS_PATH = Path(__file__).resolve().parent.parent / "assets" / "kvviz.css"
 # The stylesheet's URL, relative to the page (/app), served by Panel's own /components/ route
@@ -163,7 +164,7 @@ class Lesson:
         if not line:
             return pn.Column(link, sizing_mode="stretch_width", margin=0)
         self.progress = LiveHTML(recording_html(line), sizing_mode="stretch_width")
-        self._progress_timer = pn.state.add_periodic_callback(self.refresh_progress, period=2000)
+        self._progress_timer = SessionTimer(self.refresh_progress, 2000, anywhere=True)
         return pn.Column(link, self.progress, sizing_mode="stretch_width", margin=0)
 
     def refresh_progress(self) -> None:

@@ -32,6 +32,7 @@ from kvviz.handin.storage import Store, StoreError, shared
 from kvviz.handin.teacher_html import VLLM_HINT_HTML, address_html, handins_html, header_html, summary_html
 from kvviz.handin.view import status_html
 from kvviz.web.live_html import LiveHTML
+from kvviz.web.timer import SessionTimer
 
 log = logging.getLogger("kvviz.handin")
 POLL_MS = 1000  # how often an open teacher page looks for new hand-ins (the issue asks for 2 s)
@@ -74,7 +75,7 @@ class TeacherPage(pn.viewable.Viewer):
                           self.login_status, sizing_mode="stretch_width", css_classes=["kv-t-login"])
         self._layout = pn.Column(pn.pane.HTML(TITLE_HTML, sizing_mode="stretch_width"), login,
                                  sizing_mode="stretch_width", css_classes=["kv-teacher"], margin=(8, 24))
-        self._rev, self._handins, self._callback = -1, [], None
+        self._rev, self._handins = -1, []
 
     def _store(self) -> Store:
         return self.store or shared()
@@ -150,9 +151,7 @@ class TeacherPage(pn.viewable.Viewer):
             pn.pane.HTML(VLLM_HINT_HTML, sizing_mode="stretch_width"),
         ]
         self.refresh(force=True)
-        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
-            self._callback = pn.state.add_periodic_callback(self.refresh, period=POLL_MS)
-            pn.state.on_session_destroyed(lambda _ctx: self._callback.stop())
+        SessionTimer(self.refresh, POLL_MS)
 
     @staticmethod
     def student_address(environ=os.environ) -> tuple[str, bool]:

@@ -14,6 +14,7 @@ from kvviz.figures.radix_tree import RadixTreeFigure
 from kvviz.nodes.radix import text
 from kvviz.nodes.radix.class_cache import ClassCache, class_cache
 from kvviz.web.live_html import LiveHTML
+from kvviz.web.timer import SessionTimer
 
 TITLE = "The class's own cache"
 NOTE = ("Every question your students type in node 03 is also asked here, in one engine with prefix "
@@ -46,9 +47,7 @@ class ClassTreeView(pn.viewable.Viewer):
         self._layout = pn.Column(head, self.cards, self.empty, *([self.tree] if self.tree else []),
                                  sizing_mode="stretch_width", css_classes=["kv-class-tree"])
         self._asked = self.cache.asked
-        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
-            timer = pn.state.add_periodic_callback(self.refresh, period=POLL_MS)
-            pn.state.on_session_destroyed(lambda _ctx: timer.stop())
+        SessionTimer(self.refresh, POLL_MS)
 
     def _cards_html(self) -> str:
         if self.snapshot is None:

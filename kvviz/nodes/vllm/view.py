@@ -3,9 +3,9 @@ cache tree and metrics over time, our engine's tree labelled with vLLM's hashes,
 compared token for token. With no vLLM, every figure shows the recording in assets/, said so in
 the status line.
 
-Building the view attaches the state to the process's one vLLM watcher and starts this session's
-poll timer (twice a second: the state reads the watcher's latest snapshot and collects answers),
-stopped when the session ends.
+Building the view attaches the state to the process's one vLLM watcher; once the page has loaded
+(kvviz/web/timer.py), this session's poll timer starts (twice a second: the state reads the
+watcher's latest snapshot and collects answers), stopped when the session ends.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from kvviz.nodes.vllm import text
 from kvviz.nodes.vllm.state import VllmState
 from kvviz.web.live_html import LiveHTML
 from kvviz.web.redraw import Redraw
+from kvviz.web.timer import SessionTimer
 from vllm_watch.defaults import MODEL_NAME, NUM_BLOCKS
 
 POLL_MS = 500
@@ -215,10 +216,7 @@ class VllmView(pn.viewable.Viewer):
         s.param.watch(Redraw(self._redraw), ["live", "server", "replaying", "ours", "exchanges"])
         self._trees_drawn = ()
         self._redraw()
-        self._callback = None
-        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
-            self._callback = pn.state.add_periodic_callback(s.poll, period=POLL_MS)
-            pn.state.on_session_destroyed(lambda _ctx: self._stop())
+        self._timer = SessionTimer(s.poll, POLL_MS)
         self._layout = section(
             "vllm", self.panes[status_html], prose(text.PROSE), self.send_row, self.replay,
             self.try_live, self.try_recorded, self.panes[notice_html], self.panes[cards_html],
@@ -256,11 +254,6 @@ class VllmView(pn.viewable.Viewer):
                       for h in history]
             self.usage.update(points)
             self.load.update(points)
-
-    def _stop(self) -> None:
-        if self._callback is not None:
-            self._callback.stop()
-            self._callback = None
 
     def set_visible(self, visible: bool) -> None:
         """(The poll keeps running off screen: answers still arrive; it costs a pointer compare.)"""
