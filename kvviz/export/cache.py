@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kvviz.export.cache_folder import cache_root, key, progress_path, ready
+from kvviz.export.lanes import exit_with_parent
 
 
 def make(root: Path | None = None, k: str | None = None) -> Path:
@@ -100,16 +101,10 @@ def precompress(folder: Path) -> int:
 
 
 def _exit_with_parent() -> None:
-    """A recording started by a server stops when the server does (it is made again next time)."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1)
-        os._exit(1)
-
+    """A recording started by a server stops when the server does (it is made again next time);
+    its workers then stop too (kvviz/export/lanes.py `_serve`)."""
     # (named: a thread the recording's workers may be forked beside, kvviz/export/walk.py `forked`)
-    threading.Thread(target=watch, name="kvviz-parent-watch", daemon=True).start()
+    exit_with_parent("kvviz-parent-watch")
 
 
 def main() -> int:

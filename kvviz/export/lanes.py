@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
@@ -48,9 +50,29 @@ def assign(weights: dict[str, float], lanes: int) -> dict[str, int]:
 LIGHTER_NICE = 0
 
 
-def _serve(conn: Connection, nice: int = 0) -> None:
+def exit_with_parent(name: str, parent: int | None = None) -> None:
+    """This process ends (`os._exit(1)`) when its parent is no longer `parent` (default: its parent
+    now), checked each second by a daemon thread called `name`: at once where it is another already
+    (the one that forked it ended before this began)."""
+    parent = os.getppid() if parent is None else parent
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=watch, name=name, daemon=True).start()
+
+
+def _serve(conn: Connection, nice: int = 0, parent: int | None = None) -> None:
     """A lane's process: run each task it is sent, answer (True, value) or (False, the error);
-    `nice`: its priority lowered by that much first."""
+    `nice`: its priority lowered by that much first. It ends with the process that started it: a
+    recording stopped with its server ends at once (`os._exit`: kvviz/export/cache.py), and its pipe
+    would not tell this one (a forked worker holds copies of its parent's ends of the pipes, so no
+    end of file comes), which then waited for good, holding the recording's lock file: every later
+    start of the same code waited for it, at 1 of 14. `parent`: the pid of the process that forked
+    it (None: a fork server's or a spawned worker, whose parent is the one it has now)."""
+    exit_with_parent("kvviz-lane-watch", parent)
     if nice > 0:
         os.nice(nice)
     while True:
@@ -72,10 +94,12 @@ class Lanes:
         """`context`: a multiprocessing context (its `Pipe` and `Process`)."""
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
+        forker = os.getpid() if context.get_start_method() == "fork" else None
         for i in range(n):
             mine, theirs = context.Pipe()
             lower = nice[i] if i < len(nice) else 0
-            proc = context.Process(target=_serve, args=(theirs, lower), name=f"kvviz-lane-{i}", daemon=True)
+            proc = context.Process(target=_serve, args=(theirs, lower, forker), name=f"kvviz-lane-{i}",
+                                   daemon=True)
             proc.start()
             theirs.close()
             self.conns.append(mine)

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -74,3 +81,40 @@ def test_a_task_s_error_is_raised_here_and_a_process_that_dies_is_said():
             _all(pool)
     finally:
         pool.kill()
+
+
+ORPHANED = """
+import multiprocessing, os
+from kvviz.export.lanes import Lanes
+pool = Lanes(2, multiprocessing.get_context("fork"))
+print(" ".join(str(p.pid) for p in pool.procs), flush=True)
+os._exit(1)  # (as a recording stopped with its server ends: kvviz/export/cache.py, no clean-up)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked lanes are Linux's (walk.forks)")
+def test_the_workers_end_when_the_process_that_started_them_ends_without_closing_them():
+    """A recording ended with its server (`os._exit`, no `close`) left its forked workers waiting
+    on their pipes for good: each holds a copy of its parent's ends, so no end of file comes, and
+    the recording's lock file with them, so every later start of the same code waited at 1 of 14."""
+    proc = subprocess.Popen([sys.executable, "-c", ORPHANED], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[2])
+    pids = [int(p) for p in proc.stdout.readline().split()]  # (its workers hold its stdout too: no EOF)
+    proc.wait(timeout=60)
+    proc.stdout.close()
+    assert len(pids) == 2
+    deadline = time.monotonic() + 10
+    while any(_running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [p for p in pids if _running(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert left == []
