@@ -201,3 +201,19 @@ def test_on_a_phone_the_request_lists_break_their_text_between_words(phone, less
       visit(document); return n; }""")  # noqa: E501 (data: a script kept as written)
     assert words > 40  # (the four questions and their answers, in a column a third of the phone wide)
     assert phone.evaluate(CUT_WORDS_JS) == []
+
+
+@pytest.mark.parametrize("which", ["played", "live"])
+def test_on_a_phone_node_04s_requests_are_cards_whose_words_are_whole(phone, served, which):
+    """Node 04's five columns (question, what each engine wrote, the tokens, the cached tokens) cut
+    every word on a phone, a column a few letters wide: each request is a card there, its cells
+    one under another at the full width, each under its heading."""
+    phone.goto(f"{served.base}?node=vllm" if which == "played" else f"{served.url}?node=vllm")
+    cells = phone.locator(".kv-exchanges td.kv-gen")
+    expect(cells.first).to_be_visible(timeout=60_000)
+    settled(phone)
+    widths = [c.bounding_box()["width"] for c in cells.all() if c.is_visible()]
+    assert len(widths) >= 2 and min(widths) > 300  # (the phone's 390 px, less the page's margins)
+    assert cells.first.evaluate("(td) => getComputedStyle(td, '::before').content") == '"vLLM wrote"'
+    assert phone.evaluate(CUT_WORDS_JS) == []
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390

@@ -146,6 +146,10 @@ def same_html(state: VllmState) -> str:
                                   "kvviz's cached blocks whose vLLM hash vLLM's cache holds right now."))
 
 
+EXCHANGE_HEADS = ("question", "vLLM wrote", "kvviz's engine wrote", "tokens",
+                  "cached prompt tokens (vLLM / ours)")
+
+
 def exchanges_html(state: VllmState) -> str:
     if not state.exchanges:
         return '<div class="kv-note">No request sent yet.</div>'
@@ -164,14 +168,17 @@ def exchanges_html(state: VllmState) -> str:
         cached = (
             f"{'–' if e.vllm_cached is None else e.vllm_cached} / "
             f"{'–' if e.our_cached is None else e.our_cached}")
+        cells = (("kv-text kv-prompt", html.escape(fmt.excerpt(e.question, 60))),
+                 ("kv-text kv-gen", html.escape(fmt.printable(e.vllm_text))),
+                 ("kv-text kv-gen", html.escape(fmt.printable(e.our_text))), ("", verdict), ("", cached))
         rows.append(f'<tr data-verdict="{"same" if e.our_ids and e.first_divergence is None else "other"}">'
-                    f'<td class="kv-text kv-prompt">{html.escape(fmt.excerpt(e.question, 60))}</td>'
-                    f'<td class="kv-text kv-gen">{html.escape(fmt.printable(e.vllm_text))}</td>'
-                    f'<td class="kv-text kv-gen">{html.escape(fmt.printable(e.our_text))}</td>'
-                    f'<td>{verdict}</td><td>{cached}</td></tr>')
-    head = ("<tr><th>question</th><th>vLLM wrote</th><th>kvviz's engine wrote</th><th>tokens</th>"
-            "<th>cached prompt tokens (vLLM / ours)</th></tr>")
-    return f'<div class="kv-requests kv-exchanges"><table>{head}{"".join(rows)}</table></div>'
+                    + "".join(f'<td class="{c}" data-label="{html.escape(h)}">{v}</td>'
+                              for h, (c, v) in zip(EXCHANGE_HEADS, cells, strict=True)) + "</tr>")
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in EXCHANGE_HEADS)
+    # (each cell says its heading too: on a phone a row is a card, its cells one under another, full width)
+    return (f'<div class="kv-requests kv-exchanges"><table><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>')
+
 
 
 def notice_html(state: VllmState) -> str:
