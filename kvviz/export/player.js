@@ -162,17 +162,17 @@
       if (checks) checks.refresh();
     }
 
-    // The properties set after the new state is painted: a figure's size, a select's choices with
-    // its value (a select drawn again costs a frame's work; the numbers and pictures come first),
-    // and a pane marked so in Python (config.afterPaint: a folded "As text").
+    // The properties set after the new state is painted: the pictures (a figure's data, ranges and
+    // size: the numbers come first, as live), a select's choices with its value (drawn again: a
+    // frame's work), and a pane marked so in Python (config.afterPaint: a folded "As text").
     later(i) {
       if (!this.lateProps || this.lateProps.n !== this.rec.props.length) { // (a live branch adds some)
         const selects = new Set(this.rec.props.filter(([, a]) => a === "options").map(([id]) => id));
-        const folded = (k) => config.afterPaint && this.models[k]
-          && (this.models[k].css_classes || []).includes(config.afterPaint);
+        const folded = (k, a) => this.models[k] && ((config.afterPaint && (this.models[k].css_classes || [])
+          .includes(config.afterPaint)) || (this.models[k].type === "Range1d" && (a === "start" || a === "end")));
         this.lateProps = new Set(this.rec.props.map(([id, a], k) => (
-          a === "height" || a === "width" || (selects.has(id) && (a === "options" || a === "value"))
-          || folded(k) ? k : -1)));
+          a === "height" || a === "width" || a === "data" || (selects.has(id) && (a === "options" || a === "value"))
+          || folded(k, a) ? k : -1)));
         this.lateProps.n = this.rec.props.length;
       }
       return this.lateProps.has(i);
