@@ -100,15 +100,10 @@ def precompress(folder: Path) -> int:
     return n
 
 
-def _exit_with_parent() -> None:
-    """A recording started by a server stops when the server does (it is made again next time);
-    its workers then stop too (kvviz/export/lanes.py `_serve`)."""
-    # (named: a thread the recording's workers may be forked beside, kvviz/export/walk.py `forked`)
-    exit_with_parent("kvviz-parent-watch")
-
-
 def main() -> int:
-    _exit_with_parent()
+    # (a recording started by a server stops when the server does, its workers with it: made again next
+    # time; the thread is named: the recording's workers may be forked beside it, walk.py `forked`)
+    exit_with_parent("kvviz-parent-watch")
     started = time.monotonic()
     folder = make()
     print(f"recordings ready in {folder} ({time.monotonic() - started:.1f} s)")

@@ -168,11 +168,11 @@
     later(i) {
       if (!this.lateProps || this.lateProps.n !== this.rec.props.length) { // (a live branch adds some)
         const selects = new Set(this.rec.props.filter(([, a]) => a === "options").map(([id]) => id));
-        const folded = (k, a) => this.models[k] && ((config.afterPaint && (this.models[k].css_classes || [])
-          .includes(config.afterPaint)) || (this.models[k].type === "Range1d" && (a === "start" || a === "end")));
+        const drawnLater = (m, a) => m && ((config.afterPaint && (m.css_classes || []).includes(config.afterPaint))
+          || (m.type === "Range1d" && (a === "start" || a === "end"))); // (a marked pane; a figure's range)
         this.lateProps = new Set(this.rec.props.map(([id, a], k) => (
           a === "height" || a === "width" || a === "data" || (selects.has(id) && (a === "options" || a === "value"))
-          || folded(k, a) ? k : -1)));
+          || drawnLater(this.models[k], a) ? k : -1)));
         this.lateProps.n = this.rec.props.length;
       }
       return this.lateProps.has(i);

@@ -180,7 +180,6 @@ def exchanges_html(state: VllmState) -> str:
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
-
 def notice_html(state: VllmState) -> str:
     cls = "kv-notice" if state.notice else "kv-notice kv-empty"
     return f'<div class="{cls}" data-node="vllm">{html.escape(state.notice)}</div>'
@@ -223,7 +222,7 @@ class VllmView(pn.viewable.Viewer):
         s.param.watch(Redraw(self._redraw), ["live", "server", "replaying", "ours", "exchanges"])
         self._trees_drawn = ()
         self._redraw()
-        self._timer = SessionTimer(s.poll, POLL_MS)
+        SessionTimer(s.poll, POLL_MS)
         self._layout = section(
             "vllm", self.panes[status_html], prose(text.PROSE), self.send_row, self.replay,
             self.try_live, self.try_recorded, self.panes[notice_html], self.panes[cards_html],
