@@ -20,11 +20,13 @@ from typing import Any
 
 import torch
 
+from engine import native_forward
 from engine.backend import resolve_device, select_backend
 from engine.block_pool import BlockPool
 from engine.config import EngineConfig, ModelConfig
 from engine.events import EventLog
 from engine.model import ForwardBatch, KVPool, Transformer
+from engine.native_forward import NativeForward
 from engine.request import Request, Status, check_request_args
 from engine.scheduler import Scheduler
 from engine.snapshot import (
@@ -195,7 +197,8 @@ class Engine:
             memo.setdefault(id(value), value)
         twin = type(self).__new__(type(self))
         memo[id(self)] = twin
-        twin.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        state = {k: v for k, v in self.__dict__.items() if k != "_native_forward"}  # (bound to this one's KV)
+        twin.__dict__.update(copy.deepcopy(state, memo))
         return twin
 
     def generate(self, prompts: list[str], max_new_tokens: int) -> list[GenerationResult]:
@@ -277,7 +280,14 @@ class Engine:
         """Phase 3: the forward, for each sequence's last new token: (S, vocab) logits. A batch of
         more than PREFILL_ROWS new tokens (a large prefill) runs as one forward per group of whole
         sequences of at most that many (the same floats; a group's activations stay in the CPU's
-        cache); a decode (one row per sequence) is one forward."""
+        cache); a decode (one row per sequence) is one forward. On the "native" backend a small batch
+        (engine/native_forward.py: a decode, a typed question's prefill) is one call of C instead."""
+        if self.backend.name == "native" and native_forward.ENABLED:
+            c = self.__dict__.get("_native_forward")
+            if c is None or c.kv is not self.kv:  # (made on first use; a clone makes its own)
+                c = self._native_forward = NativeForward.for_pool(self.model, self.kv) or _NO_C
+            if c is not _NO_C and c.fits(batch):
+                return c(batch)
         parts = batch.split(PREFILL_ROWS)
         logits = [self.model(part, self.kv, self.backend) for part in parts]
         return logits[0] if len(logits) == 1 else torch.cat(logits)
@@ -322,6 +332,8 @@ class Engine:
         req.output_ids.append(token)
         self.scheduler.finish_if_done(req, self.config.model.max_seq_len)
 
+
+_NO_C: Any = object()  # (the C forward does not fit this engine's model or pool: the torch forward)
 
 # The most new tokens one prefill forward runs (whole sequences, so a longer prompt runs alone):
 # measured best between 1,000 and 2,000 on a 2 MB-L2 core for 64 prompts of ~120 tokens

@@ -1,5 +1,6 @@
-"""The C attention kernels for the CPU (kernels/cpu/*.c), compiled into one library on first use and
-loaded through ctypes; kernels/cpu_native.py (decode) and kernels/cpu_extend.py (extend) call them.
+"""The C kernels for the CPU (kernels/cpu/*.c), compiled into one library on first use and loaded
+through ctypes; kernels/cpu_native.py (decode attention), kernels/cpu_extend.py (extend attention)
+and engine/native_forward.py (the whole model's forward for a small batch) call them.
 
 The C files are compiled by the machine's C compiler (`$CC`, else `cc`), for this CPU
 (`-march=native`), into a cache keyed by the sources, the flags, the compiler and the CPU
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SOURCES = tuple(Path(__file__).resolve().parent / "cpu" / name
-                for name in ("paged_decode.c", "paged_extend.c"))
+                for name in ("paged_decode.c", "paged_extend.c", "forward.c"))
 # Compiled, then linked apart: -ffast-math lets the loops marked `omp simd` vectorize (sums in another
 # order; expf as glibc's vector expf) but, given when linking, would also link crtfastmath.o, whose
 # start-up code would set the whole process's floats to flush denormals to zero (torch's too).
@@ -83,6 +84,8 @@ class Library:
     decode: Callable[..., None] | None
     extend: Callable[..., None] | None
     reason: str
+    forward: Callable[..., None] | None = None  # a small batch's forward (engine/native_forward.py)
+    forward_scratch: Callable[..., int] | None = None  # the floats of scratch `forward` needs
 
 
 @functools.cache
@@ -105,4 +108,14 @@ def load() -> Library:
     #  block_size, scale, out, scores scratch)
     extend.argtypes = [ptr, ptr, ptr, ptr, i64, ptr, ptr, i64, i64, i64, i64, i64, f32, ptr, ptr]
     decode.restype = extend.restype = None
-    return Library(decode, extend, "")
+    forward, scratch = lib.kvviz_forward, lib.kvviz_forward_scratch
+    # (tokens, positions, slots, rows, query_start, seqs, decode, block_tables, bt_stride, seq_lens, embed,
+    #  layers, num_layers, k_caches, v_caches, cos, sin, final_norm, lm_head, vocab, d, heads, kv_heads,
+    #  head_dim, ff, block_size, eps, scale, logits, scratch)
+    forward.argtypes = [ptr, ptr, ptr, i64, ptr, i64, i64, ptr, i64, ptr, ptr, ptr, i64, ptr, ptr, ptr, ptr,
+                        ptr, ptr, i64, i64, i64, i64, i64, i64, i64, f32, f32, ptr, ptr]
+    forward.restype = None
+    # (rows, d, heads, kv_heads, head_dim, ff, max_len)
+    scratch.argtypes = [i64] * 7
+    scratch.restype = i64
+    return Library(decode, extend, "", forward, scratch)
