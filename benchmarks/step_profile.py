@@ -24,7 +24,8 @@ at once, each a 512-token shared prefix and its own 16-32-token question, 8 gree
 weights, blocks of 16), prefix sharing on: its first step (every prefill, 93% of the prompt tokens
 found in the radix cache) and its 7 decode steps, profiled apart; of the model's time, the attention
 backend's calls ("attention": the extend attention over the cached prefix in the first step, the
-decode attention in the others).
+decode attention in the others; 0 where the whole forward ran in one C call, engine/native_forward.py,
+whose attention is not timed apart).
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ PHASES = {
                  ("scheduler.py", "schedule_decode"), ("engine.py", "_kv_cache_slots"),
                  ("scheduler.py", "after_prefill"), ("scheduler.py", "finish_if_done")],
     "prepare": [("engine.py", "_prepare")],
-    "model": [("model.py", "forward")],  # the Transformer's (the largest cumulative `forward` there)
+    # the engine's call of the model (the torch forward or the C, engine/native_forward.py), or, in an
+    # engine without `_run_model`, the Transformer's (the largest cumulative `forward` in model.py)
+    "model": [("engine.py", "_run_model")],
     "post-process": [("engine.py", "_postprocess")],
 }
 NEW_STYLE = ("engine.py", "_schedule")  # present: the schedule entries below it are inside it
@@ -168,6 +171,8 @@ def phase_times(stats: pstats.Stats, steps: int) -> dict[str, float]:
     for phase, funcs in PHASES.items():
         if phase == "schedule" and new_style:
             funcs = [NEW_STYLE]
+        if phase == "model" and ("engine.py", "_run_model") not in cum:
+            funcs = [("model.py", "forward")]
         out[phase] = sum(cum.get(f, 0.0) for f in funcs)
     out["attention"] = sum(max(cum.get(f, 0.0) for f in funcs) for funcs in ATTENTION.values())
     step = cum.get(("engine.py", "step"), 0.0)
