@@ -16,6 +16,7 @@ whole recording on every core, a few branches per worker process.
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import pickle
 from collections.abc import Callable, Iterable, Sequence
@@ -74,12 +75,22 @@ class Values:
         seen = self._seen.get(id(value))
         if seen is not None and seen[0] is value:
             return seen[1]
-        text = pickle.dumps(value, 5)
+        text = _pickled(value)
         if text not in self._index:
             self._index[text] = len(self.values)
             self.values.append(value)
         self._seen[id(value)] = (value, self._index[text])
         return self._index[text]
+
+
+def _pickled(value: Any) -> bytes:
+    """`value`'s pickle without the memo: an object met twice is written twice, so that equal values
+    pickle alike whether or not they share objects (a figure's cached cell looks share their strings)."""
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, 5)
+    pickler.fast = True  # (no memo: a value is a tree of plain lists, dicts, strings and numbers)
+    pickler.dump(value)
+    return out.getvalue()
 
 
 _AS_IS = {str, int, bool, type(None)}  # (encoded as themselves; a float may not be finite)
@@ -260,7 +271,8 @@ def record(doc: Document, state: Any, branches: dict[str, Setup], reset: Callabl
     Bokeh does not validate the values the views set meanwhile (`validate(False)`: a check
     only, which converts none of the views' values; the same values are checked wherever the
     live lesson sets them). It is a switch of the whole process: record in a process that only
-    records (kvviz/export/walk.py's workers; never a server's)."""
+    records (kvviz/export/walk.py's workers), or one at a time (a server's live answers,
+    kvviz/serve/live.py)."""
     reader = Reader(doc, strict=True, now=now)
     stored = Values()
     rows = Rows(reader, stored)

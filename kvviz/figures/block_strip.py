@@ -24,7 +24,7 @@ from kvviz.web.live_html import LiveHTML
 from kvviz.web.per_snapshot import per_snapshot
 from kvviz.web.redraw import Redraw
 from kvviz.web.refs import Ref, value, watch
-from kvviz.web.sources import assign, binary, padded
+from kvviz.web.sources import assign_columns, binary, padded
 
 PER_ROW = 16  # cells per row on a wide screen (the strips of nodes 02 and 03)
 NARROW_PER_ROW = 8  # ... and on a narrow one (a phone)
@@ -194,9 +194,9 @@ class BlockStrip(pn.viewable.Viewer):
         snap = value(self.snapshot)
         with pn.io.hold():
             for source, data in ((self.cells, cells), (self.bars, bars), (self.lines, lines)):
-                assign(source, binary(data))
+                assign_columns(source, data)
             if self.gap_source is not None:
-                assign(self.gap_source, binary(gap_data(snap, self.per_row, NARROW_PER_ROW)))
+                assign_columns(self.gap_source, gap_data(snap, self.per_row, NARROW_PER_ROW))
             if self._caption is not None:
                 self._caption.object = reads_caption(snap, value(self.reads))
 

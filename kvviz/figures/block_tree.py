@@ -20,7 +20,7 @@ from bokeh.plotting import figure
 
 from kvviz import formatting as fmt
 from kvviz.figures.reflow import reflow
-from kvviz.web.sources import assign, binary, padded
+from kvviz.web.sources import assign_columns, binary, padded
 
 ROW_PX = 54
 NARROW_PX = 700  # narrower than this (a phone), a box is about 50 px wide: the short labels
@@ -126,8 +126,8 @@ class BlockTree(pn.viewable.Viewer):
     def update(self, rows: list[TreeRow]) -> None:
         boxes, edges, leaves, depth = self._padded(rows)
         with pn.io.hold():
-            assign(self.boxes, binary(boxes))
-            assign(self.edges, binary(edges))
+            assign_columns(self.boxes, boxes)
+            assign_columns(self.edges, edges)
             self.figure.y_range.start, self.figure.y_range.end = leaves - 0.5, -0.5
             self.figure.x_range.end = max(4.6, depth + 0.6)
             self.figure.height = self._height(leaves)

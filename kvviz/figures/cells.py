@@ -70,8 +70,14 @@ def ink_on(fill: str) -> str:
 
 
 def cell_look(b, names: dict[int, str], block_size: int) -> dict:
-    """Look and hover text of one BlockView."""
-    owners = [names.get(o, f"R{o}") for o in b.owners]
+    """Look and hover text of one BlockView (a new dict: the caller may change it)."""
+    return dict(_cell_look(b, tuple(names.get(o, f"R{o}") for o in b.owners), block_size))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cell_look(b, owners: tuple[str, ...], block_size: int) -> dict:
+    """(Kept per block state and owners' names: most blocks look the same from one step to the next,
+    and a snapshot's BlockViews are frozen. Shared: `cell_look` hands out copies.)"""
     base = owner_colour(b.owners[0]) if b.owners else CACHED_FILL
     look = {"fill": base, "alpha": 0.9, "line": "#333333", "lw": 1.0, "dash": "solid", "hatch": " ",
             "label": owners[0] if owners else "", "ink": ink_on(base)}
@@ -150,17 +156,26 @@ def hatch_data(cells: dict) -> dict:
 
 
 def hatch_look(patterns: list[str], line: list[str]) -> dict:
-    """The stripes' `colour`, `alpha` and `dash` columns for cells of these patterns and lines."""
+    """The stripes' `colour`, `alpha` and `dash` columns for cells of these patterns and lines (a new
+    dict, but its columns shared by every call with the same patterns and lines: the caller must not
+    change them; `alpha` is read-only)."""
+    return dict(_hatch_look(tuple(patterns), tuple(line)))
+
+
+@functools.lru_cache(maxsize=256)
+def _hatch_look(patterns: tuple[str, ...], line: tuple[str, ...]) -> dict:
     n = len(patterns)
     if not n:
         return {"colour": [], "alpha": [], "dash": []}
     diagonal = np.arange(HATCH_LINES) < DIAGONALS
     shown = np.where(diagonal[None, :], np.asarray([p == "/" for p in patterns])[:, None],
                      np.asarray([p == "." for p in patterns])[:, None])
+    alpha = np.where(shown, np.where(diagonal, 0.8, 0.6)[None, :], 0.0).ravel()
+    alpha.flags.writeable = False
     return {
         "colour": np.where(shown & diagonal[None, :], np.asarray(line, dtype=object)[:, None],
                            "#333333").ravel().tolist(),
-        "alpha": np.where(shown, np.where(diagonal, 0.8, 0.6)[None, :], 0.0).ravel(),
+        "alpha": alpha,
         "dash": ["solid" if d else "dotted" for d in diagonal] * n,
     }
 

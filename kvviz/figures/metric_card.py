@@ -41,6 +41,7 @@ Buttons are found by role and name: Free R2, Reset, Add request, Release oldest,
 
 from __future__ import annotations
 
+import functools
 import html
 
 import panel as pn
@@ -52,6 +53,7 @@ from kvviz.web.redraw import Update
 from kvviz.web.refs import Ref, value, watch
 
 
+@functools.lru_cache(maxsize=2048)  # (a live answer writes a node's six cards at each of its ~10 states)
 def card_html(node: str, label: str, value: str, counts: str, source: str = "") -> str:
     """`source`: where the value comes from (e.g. a Prometheus metric name), added to the tooltip."""
     e = html.escape

@@ -27,7 +27,7 @@ from kvviz.web.live_html import AFTER_PAINT, LiveHTML
 from kvviz.web.per_snapshot import per_snapshot
 from kvviz.web.redraw import Redraw
 from kvviz.web.refs import Ref, value, watch
-from kvviz.web.sources import assign, binary, padded
+from kvviz.web.sources import assign_columns, binary, padded
 
 PAGE_Y, BLOCK_Y, ROW_H = 0.5, 2.6, 1.0  # the pages' row, the first blocks' row, block row spacing
 ROW_PX = 40
@@ -158,8 +158,8 @@ class PageTable(pn.viewable.Viewer):
         with pn.io.hold():
             for sources, datas in ((self.page_sources, pages), (self.block_sources, blocks)):
                 for source, data in zip(sources, datas, strict=True):
-                    assign(source, binary(data))
-            assign(self.links, binary(links))
+                    assign_columns(source, data)
+            assign_columns(self.links, links)
             self._text.object = summary_html(self._snap, value(self.request), self.pool)
 
     def __panel__(self):

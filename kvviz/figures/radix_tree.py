@@ -22,7 +22,7 @@ from kvviz.web.live_html import LiveHTML
 from kvviz.web.per_snapshot import per_snapshot
 from kvviz.web.redraw import Redraw
 from kvviz.web.refs import Ref, value, watch
-from kvviz.web.sources import assign, binary, padded
+from kvviz.web.sources import assign_columns, binary, padded
 
 ROW_PX = 64
 # a figure narrower than this draws the short labels: the long ones would spill out of the boxes
@@ -201,15 +201,25 @@ class RadixTreeFigure(pn.viewable.Viewer):
     def _update(self) -> None:
         nodes, edges, rows = source_data(value(self.snapshot))
         with pn.io.hold():
-            assign(self.nodes, binary(nodes))
-            assign(self.edges, binary(edges))
-            self.figure.y_range.start, self.figure.y_range.end = rows - 0.5, -0.5
-            self.figure.x_range.end = self._x_end(nodes)
+            assign_columns(self.nodes, nodes)
+            assign_columns(self.edges, edges)
+            # (each set only where it changes: Bokeh validates a value before it finds it unchanged,
+            # and a live answer redraws the tree at each of its ~10 states)
+            fig = self.figure
+            _set(fig.y_range, start=rows - 0.5, end=-0.5)
+            _set(fig.x_range, end=self._x_end(nodes))
             if value(self.sharing):  # (hidden, it keeps its height: no re-layout on the way back)
-                self.figure.height = self._height(rows)
+                _set(fig, height=self._height(rows))
             self._empty.object = self._empty_html()
             self._title.object = self._title_html()
-            self.figure.html_attributes = self._off()
+            _set(fig, html_attributes=self._off())
 
     def __panel__(self):
         return self._layout
+
+
+def _set(model, **props) -> None:
+    """Set those of `props` that differ from `model`'s."""
+    changed = {k: v for k, v in props.items() if getattr(model, k) != v}
+    if changed:
+        model.update(**changed)

@@ -40,6 +40,7 @@ from urllib.parse import parse_qsl, urlencode
 import msgspec
 import numpy as np
 import panel as pn
+from bokeh.core.property.validation import validate
 from bokeh.document import Document
 from bokeh.model import Model
 
@@ -250,8 +251,12 @@ class Service:
                 return 200, self.kept[cache_key]
         try:
             # (the current document: one with no session, so that every figure redraws at once and
-            # no session's document, nor its stylesheets, is taken for this one)
-            with self.engine, no_session():
+            # no session's document, nor its stylesheets, is taken for this one. Bokeh does not
+            # validate the values the view sets meanwhile, as in a recording's walk (record.py): a
+            # check only, which converts nothing, ~10% of an answer. The switch is the process's,
+            # so a live session's changes on the event loop meanwhile go unchecked too; one answer
+            # at a time per process sets and restores it.)
+            with self.engine, no_session(), validate(False):
                 frames = self._frames(key)
                 answer = (frames.check(link, check[:40]) if check
                           else frames.branch(link, act, value, extra, start, to))

@@ -18,6 +18,8 @@ where a NaN in a list would be written out as a JSON object per value.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 
@@ -67,6 +69,34 @@ def assign(source, data: dict[str, list]) -> None:
         source.data.update(whole)
     if patches:
         source.patch(patches)  # (ColumnDataSource.patch: only the changed rows travel)
+
+
+def assign_columns(source, columns: dict[str, list]) -> None:
+    """`assign(source, binary(columns))`, converting only the columns that differ from those this
+    source was last given here (kept per source): an unchanged column is taken as the source
+    holds it, so that neither its conversion nor `assign`'s comparison runs again (most of a
+    figure's columns are unchanged from one engine step to the next)."""
+    last = _LAST.get(source)
+    data = source.data
+    if last is None or set(last) != set(columns) or set(data) != set(columns):
+        assign(source, binary(columns))
+    else:
+        new = binary({k: v for k, v in columns.items() if not _unchanged(last[k], v)})
+        assign(source, {k: new[k] if k in new else data[k] for k in columns})  # (in the columns' order)
+    _LAST[source] = columns
+
+
+# source -> the columns last given to `assign_columns` (a figure's data per snapshot are shared and
+# never changed: kvviz/web/per_snapshot.py)
+_LAST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _unchanged(last, now) -> bool:
+    if last is now:
+        return True
+    if isinstance(last, np.ndarray) or isinstance(now, np.ndarray):
+        return isinstance(last, np.ndarray) and isinstance(now, np.ndarray) and _same(last, now)
+    return type(last) is type(now) and last == now  # (lists: NaN never equals NaN here, so it is converted)
 
 
 PATCH_SHARE = 4  # patch a column when at most a quarter of its rows changed, else send it whole

@@ -116,6 +116,21 @@ def test_a_walk_without_bokeh_s_validation_records_what_one_with_it_records(monk
     assert without[0].steps == checked[0].steps and without[0].links == checked[0].links
 
 
+def test_equal_values_are_stored_once_whether_or_not_they_share_objects():
+    """A recording keeps each distinct value once: two equal values, one whose columns repeat one
+    string object (a figure's cached cell looks) and one with equal strings made apart, are one."""
+    from kvviz.export.record import Values
+
+    shared = "2 / " + str(16)
+    made_apart = ["2 / " + str(16) for _ in range(3)]
+    assert made_apart[0] is not made_apart[1] and made_apart[0] is not shared
+    stored = Values()
+    one = stored.intern({"map": {"tokens": [shared] * 3, "label": [shared]}})
+    other = stored.intern({"map": {"tokens": made_apart, "label": [made_apart[0]]}})
+    assert one == other and len(stored.values) == 1
+    assert stored.intern({"map": {"tokens": made_apart, "label": ["3 / 16"]}}) == 1
+
+
 def without(walked: dict[str, list[dict]], props: set) -> dict[str, list[dict]]:
     return {name: [{p: v for p, v in row.items() if p not in props} for row in rows]
             for name, rows in walked.items()}

@@ -7,7 +7,7 @@ from bokeh.document import Document
 from bokeh.document.events import ColumnDataChangedEvent, ColumnsPatchedEvent
 from bokeh.models import ColumnDataSource
 
-from kvviz.web.sources import assign
+from kvviz.web.sources import assign, assign_columns, binary
 
 
 class _Session:
@@ -63,6 +63,37 @@ def test_outside_a_served_session_changed_columns_go_whole():
     (event,) = events_of(source, {"fill": ["a"] * 7 + ["b"], "x": new_x, "y": np.zeros(8)}, served=False)
     assert isinstance(event, ColumnDataChangedEvent) and sorted(event.cols) == ["fill", "x"]
     assert list(source.data["fill"]) == ["a"] * 7 + ["b"] and source.data["x"][3] == 30.0
+
+
+def test_assign_columns_converts_only_what_changed_and_ends_as_assign_would(monkeypatch):
+    """Columns given again unchanged are neither converted nor compared; the source ends holding what
+    `assign(source, binary(columns))` gives it, served (a patch) or not; NaN in a list is converted."""
+    from kvviz.web import sources
+
+    converted = []
+    real = sources.binary
+    monkeypatch.setattr(sources, "binary", lambda cols: converted.append(sorted(cols)) or real(cols))
+    for served in (True, False):
+        source = ColumnDataSource(binary({"x": [0.0] * 8, "fill": ["a"] * 8, "n": [float("nan")] * 8}))
+        doc = Document()
+        if served:
+            doc._session_context = lambda: _SESSION
+        doc.add_root(source)
+        seen = []
+        doc.on_change(lambda event, seen=seen: seen.append(event))
+        first = {"x": [0.0] * 8, "fill": ["a"] * 8, "n": [float("nan")] * 8}
+        assign_columns(source, first)  # (nothing known yet: all converted; nothing changed: nothing sent)
+        assert seen == [] and converted.pop() == ["fill", "n", "x"]
+        second = {"x": [0.0] * 7 + [5.0], "fill": first["fill"], "n": [float("nan")] * 8}
+        assign_columns(source, second)
+        assert converted.pop() == ["n", "x"]  # (fill is the same list; n is NaN, never equal in a list)
+        kind = ColumnsPatchedEvent if served else ColumnDataChangedEvent
+        assert len(seen) == 1 and isinstance(seen[0], kind)
+        assert list(source.data["x"]) == second["x"] and list(source.data["fill"]) == ["a"] * 8
+        assert np.isnan(source.data["n"]).all()
+        assign_columns(source, {"x": list(second["x"]), "fill": ["b"] * 8, "n": second["n"]})
+        assert converted.pop() == ["fill"] and list(source.data["fill"]) == ["b"] * 8
+        assert list(source.data["x"]) == second["x"]
 
 
 def test_binary_hands_out_new_columns_so_shared_data_is_never_changed_in_place():
