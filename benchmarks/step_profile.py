@@ -24,13 +24,13 @@ at once, each a 512-token shared prefix and its own 16-32-token question, 8 gree
 weights, blocks of 16), prefix sharing on: its first step (every prefill, 93% of the prompt tokens
 found in the radix cache) and its 7 decode steps, profiled apart; of the model's time, the attention
 backend's calls ("attention": the extend attention over the cached prefix in the first step, the
-decode attention in the others; 0 where the whole forward ran in one C call, engine/native_forward.py,
-whose attention is not timed apart).
+decode attention in the others; 0 where the forward ran in one C call, engine/native_forward.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import json
 import pstats
@@ -50,9 +50,7 @@ PHASES = {
                  ("scheduler.py", "schedule_decode"), ("engine.py", "_kv_cache_slots"),
                  ("scheduler.py", "after_prefill"), ("scheduler.py", "finish_if_done")],
     "prepare": [("engine.py", "_prepare")],
-    # the engine's call of the model (the torch forward or the C, engine/native_forward.py), or, in an
-    # engine without `_run_model`, the Transformer's (the largest cumulative `forward` in model.py)
-    "model": [("engine.py", "_run_model")],
+    "model": [("engine.py", "_run_model")],  # (the torch forward or the C; an older engine: below)
     "post-process": [("engine.py", "_postprocess")],
 }
 NEW_STYLE = ("engine.py", "_schedule")  # present: the schedule entries below it are inside it
@@ -89,11 +87,8 @@ def child(tree: str, spec_path: str) -> None:
         blocks = len(batch) * 8 + 8  # room for every request at once: no preemption
         engine = Engine(EngineConfig(num_blocks=blocks, block_size=32, device="cpu"))  # backend auto
         t0, c0 = time.perf_counter(), time.process_time()
-        if profiler is not None:
-            profiler.enable()
-        results = engine.generate(batch, MAX_TOKENS)
-        if profiler is not None:
-            profiler.disable()
+        with profiler or contextlib.nullcontext():  # (a Profile profiles inside a `with`)
+            results = engine.generate(batch, MAX_TOKENS)
         used.add(engine.backend.name)
         return time.perf_counter() - t0, engine.scheduler.counters.steps, results, time.process_time() - c0
 
@@ -127,11 +122,8 @@ def shared_child(shared: dict, engine_cls, config_cls) -> dict:
         steps = 0
         while engine.has_unfinished():
             prof = first if steps == 0 else rest
-            if prof is not None:
-                prof.enable()
-            engine.step()
-            if prof is not None:
-                prof.disable()
+            with prof or contextlib.nullcontext():
+                engine.step()
             steps += 1
             for rid in ids:
                 if engine.requests[rid].status.value == "finished":
@@ -171,7 +163,7 @@ def phase_times(stats: pstats.Stats, steps: int) -> dict[str, float]:
     for phase, funcs in PHASES.items():
         if phase == "schedule" and new_style:
             funcs = [NEW_STYLE]
-        if phase == "model" and ("engine.py", "_run_model") not in cum:
+        if phase == "model" and ("engine.py", "_run_model") not in cum:  # (the largest model.py `forward`)
             funcs = [("model.py", "forward")]
         out[phase] = sum(cum.get(f, 0.0) for f in funcs)
     out["attention"] = sum(max(cum.get(f, 0.0) for f in funcs) for funcs in ATTENTION.values())

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,9 +22,9 @@ import torch
 from engine import native_forward
 from engine.backend import resolve_device, select_backend
 from engine.block_pool import BlockPool
-from engine.config import EngineConfig, ModelConfig
+from engine.config import EngineConfig
 from engine.events import EventLog
-from engine.model import ForwardBatch, KVPool, Transformer
+from engine.model import ForwardBatch, KVPool, load_model
 from engine.native_forward import NativeForward
 from engine.request import Request, Status, check_request_args
 from engine.scheduler import Scheduler
@@ -40,27 +39,6 @@ from engine.snapshot import (
 )
 from engine.tokenizer import ByteTokenizer
 from engine.util import ceil_div
-
-_MODELS: dict[tuple[ModelConfig, str, int, str], Transformer] = {}
-_MODELS_LOCK = threading.Lock()
-
-
-def load_model(model_cfg: ModelConfig, weights: str, seed: int, device: torch.device) -> Transformer:
-    """One model per (architecture, weights, seed, device) per process, shared read-only."""
-    key = (model_cfg, weights, seed, str(device))
-    with _MODELS_LOCK:
-        if key not in _MODELS:
-            model = Transformer(model_cfg)
-            if weights == "trained":
-                from engine.weights import load_trained_state_dict
-
-                model.load_state_dict(load_trained_state_dict())
-            else:
-                model.init_weights(seed)
-            model.to(device).eval().requires_grad_(False)
-            _MODELS[key] = model
-        return _MODELS[key]
-
 
 # Attributes an engine never changes after __init__ (the model's weights are read-only, shared per
 # process): a clone shares them. Everything else in an engine is mutable state, and a clone copies it.

@@ -2,12 +2,14 @@
 
 `forward` runs one batch (a packed prefill-on-prefix or a one-token decode) against the paged KV
 pool through an attention backend. `forward_full` runs a whole sequence with no cache at all; it
-exists to verify the cached path gives the same tokens.
+exists to verify the cached path gives the same tokens. `load_model` keeps one model per
+architecture, weights, seed and device per process, shared read-only by every engine.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -278,3 +280,24 @@ class Transformer(nn.Module):
                              f"{tuple(ids.shape)}")
         with torch.inference_mode():
             return self.forward_sequences(ids[None])[0]
+
+
+_MODELS: dict[tuple[ModelConfig, str, int, str], Transformer] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def load_model(model_cfg: ModelConfig, weights: str, seed: int, device: torch.device) -> Transformer:
+    """One model per (architecture, weights, seed, device) per process, shared read-only."""
+    key = (model_cfg, weights, seed, str(device))
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            model = Transformer(model_cfg)
+            if weights == "trained":
+                from engine.weights import load_trained_state_dict
+
+                model.load_state_dict(load_trained_state_dict())
+            else:
+                model.init_weights(seed)
+            model.to(device).eval().requires_grad_(False)
+            _MODELS[key] = model
+        return _MODELS[key]
