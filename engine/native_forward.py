@@ -31,12 +31,12 @@ from engine.model import Block, ForwardBatch, KVPool, Transformer, fused_weight
 from kernels import cpu_extend, cpu_native
 from kernels.cpu_build import load
 
-# The most new tokens one C forward takes (docs/benchmarks.md, "The forward in C"): a decode of up to
+# The most new tokens one C forward takes (docs/benchmarks.md, twentieth session): a decode of up to
 # 64 sequences (the most the lesson and the benchmarks run), whose four-row matmuls still beat
-# torch's calls; a prefill of up to PREFILL_ROWS tokens (a typed question on its cached prefix),
-# beyond which MKL's blocked matmuls win.
+# torch's calls; a prefill of up to 128 tokens (a typed question on its cached prefix: 16 new
+# tokens 2.8 -> 1.6 ms a step, 128 5.7 -> 5.4 ms), about where MKL's blocked matmuls catch up (192).
 MAX_ROWS = 64
-PREFILL_ROWS = 48
+PREFILL_ROWS = 128
 ENABLED = os.environ.get("KVVIZ_NATIVE_FORWARD") != "0"  # (KVVIZ_NATIVE_FORWARD=0: the torch forward always)
 LAYER_WEIGHTS = 6  # per layer, in forward.c's order
 

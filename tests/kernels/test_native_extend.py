@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from paged_kv_support import HEAD_DIM, make_paged_kv
 
-from engine import Engine, EngineConfig, ModelConfig
+from engine import Engine, EngineConfig, ModelConfig, native_forward
 from kernels import cpu_build, cpu_extend, cpu_native
 from kernels.reference import paged_extend_attention_ref
 
@@ -124,10 +124,13 @@ def test_native_sharing_gives_the_tokens_of_torch_and_of_no_sharing(block_size, 
         library.extend(*args)
 
     monkeypatch.setattr(cpu_extend, "load", lambda: dataclasses.replace(library, extend=extend))
+    monkeypatch.setattr(native_forward, "ENABLED", False)  # (the torch forward, so that it calls the kernel)
     native = _serve("native", True, block_size)
     # the first prompt's prefill and the questions' (in every layer but the last: a decode's there)
     assert len(calls) == 2 * (TINY.num_layers - 1)
     assert native == _serve("torch", True, block_size) == _serve("native", False, block_size)
+    monkeypatch.setattr(native_forward, "ENABLED", True)  # (the whole forward in C: the same tokens)
+    assert _serve("native", True, block_size) == native
 
 
 def test_trained_model_native_sharing_matches_the_no_cache_forward():
