@@ -2,7 +2,9 @@
 
 'torch' runs the plain-torch references of kernels/reference.py (any device).
 'native' is 'torch' with decode and extend attention in C (kernels/cpu_native.py, kernels/cpu_extend.py:
-the pool read in place, not gathered; CPU, float32; compiled on first use, so it needs a C compiler).
+the pool read in place, not gathered; CPU, float32; compiled on first use, so it needs a C compiler),
+and a layer's small operations too (RoPE, the KV stores, residual adds and RMSNorm: kernels/cpu_layer.py,
+run by engine/fused.py's forward).
 'triton' runs the Triton kernels of kernels/ (CUDA; on CPU only under TRITON_INTERPRET=1). Triton is
 optional (requirements-gpu.txt; PyPI has it for Linux only): nothing imports it unless this backend
 is asked for, and 'auto' picks it only where it is installed.
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import cpu_extend, cpu_native, reference
+from kernels import cpu_extend, cpu_layer, cpu_native, reference
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class AttentionBackend:
     # plan_decode(block_tables, seq_lens, block_size): what decode_attention would otherwise work out
     # in every layer, made once per forward and passed to it as `plan` (None: the backend has none)
     plan_decode: Callable[..., object] | None = None
+    # whether the model runs a layer's small operations in C (engine/fused.py: native's, on the CPU)
+    fused: bool = False
 
 
 def resolve_device(device: str) -> torch.device:
@@ -67,6 +71,7 @@ def select_backend(name: str, device: torch.device) -> AttentionBackend:
             cpu_extend.paged_extend_attention,
             cpu_native.paged_decode_attention,
             cpu_native.plan_decode,
+            fused=cpu_layer.available(),
         )
     if name == "torch":
         return AttentionBackend(

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine import fused
 from engine.backend import AttentionBackend
 from engine.config import ModelConfig
 
@@ -236,7 +237,11 @@ class Transformer(nn.Module):
 
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, kv: KVPool, backend: AttentionBackend) -> torch.Tensor:
-        """Logits of each sequence's last new token: (S, vocab). Writes the new tokens' KV."""
+        """Logits of each sequence's last new token: (S, vocab). Writes the new tokens' KV. The
+        native backend's forward is engine/fused.py's (a layer's small operations in C), where the C
+        takes the tensors; this one is every other backend's."""
+        if backend.fused and (logits := fused.forward(self, batch, kv, backend)) is not None:
+            return logits
         # (T, 1, head_dim): the same for every head
         cos = self.rope_cos.index_select(0, batch.positions)[:, None]
         sin = self.rope_sin.index_select(0, batch.positions)[:, None]

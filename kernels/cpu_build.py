@@ -1,6 +1,7 @@
 """The C kernels for the CPU (kernels/cpu/*.c), compiled into one library on first use and loaded
-through ctypes; kernels/cpu_native.py (decode attention), kernels/cpu_extend.py (extend attention)
-and engine/native_forward.py (the whole model's forward for a small batch) call them.
+through ctypes; kernels/cpu_native.py (decode attention), kernels/cpu_extend.py (extend attention),
+engine/native_forward.py (the whole model's forward for a small batch) and kernels/cpu_layer.py (a
+layer's small operations, for engine/fused.py's forward) call them.
 
 The C files are compiled by the machine's C compiler (`$CC`, else `cc`), for this CPU
 (`-march=native`), into a cache keyed by the sources, the flags, the compiler and the CPU
@@ -24,12 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SOURCES = tuple(Path(__file__).resolve().parent / "cpu" / name
-                for name in ("paged_decode.c", "paged_extend.c", "forward.c"))
+                for name in ("paged_decode.c", "paged_extend.c", "forward.c", "fused_layer.c"))
 # Compiled, then linked apart: -ffast-math lets the loops marked `omp simd` vectorize (sums in another
 # order; expf as glibc's vector expf) but, given when linking, would also link crtfastmath.o, whose
 # start-up code would set the whole process's floats to flush denormals to zero (torch's too).
 # -fopenmp-simd: the pragmas only, no threads and no OpenMP runtime.
 COMPILE_FLAGS = ("-O3", "-march=native", "-ffast-math", "-fopenmp-simd", "-fPIC")
+# fused_layer.c's RoPE and residual adds give torch's floats bit for bit: no -ffast-math there, and no
+# fused multiply-adds (each product rounded, as torch's separate operations round it).
+PRECISE_FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-fopenmp-simd", "-fPIC")
+PRECISE = ("fused_layer.c",)
 LINK_FLAGS = ("-shared", "-lmvec", "-lm")
 
 
@@ -57,8 +62,8 @@ def _compiler() -> str | None:
 def _build(cc: str) -> Path:
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
     texts = [f"{p.name}\0{p.read_text()}" for p in SOURCES]
-    key = hashlib.sha256("\0".join([*texts, *COMPILE_FLAGS, *LINK_FLAGS, version, platform.machine(),
-                                    _cpu_flags()]).encode())
+    key = hashlib.sha256("\0".join([*texts, *COMPILE_FLAGS, *PRECISE_FLAGS, *LINK_FLAGS, version,
+                                    platform.machine(), _cpu_flags()]).encode())
     lib = cache_dir() / f"attention-{key.hexdigest()[:16]}.so"
     if lib.exists():
         return lib
@@ -67,7 +72,7 @@ def _build(cc: str) -> Path:
     with tempfile.TemporaryDirectory(dir=lib.parent) as tmp:
         objs = [str(Path(tmp) / f"{src.stem}.o") for src in SOURCES]
         so = Path(tmp) / "attention.so"
-        cmds = [[cc, *COMPILE_FLAGS, "-c", str(src), "-o", obj]
+        cmds = [[cc, *(PRECISE_FLAGS if src.name in PRECISE else COMPILE_FLAGS), "-c", str(src), "-o", obj]
                 for src, obj in zip(SOURCES, objs, strict=True)]
         for cmd in [*cmds, [cc, *objs, "-o", str(so), *LINK_FLAGS]]:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -86,6 +91,10 @@ class Library:
     reason: str
     forward: Callable[..., None] | None = None  # a small batch's forward (engine/native_forward.py)
     forward_scratch: Callable[..., int] | None = None  # the floats of scratch `forward` needs
+    # fused_layer.c's (kernels/cpu_layer.py calls them)
+    rope_store: Callable[..., None] | None = None
+    decode_layer: Callable[..., None] | None = None
+    add_rms_norm: Callable[..., None] | None = None
 
 
 @functools.cache
@@ -107,15 +116,23 @@ def load() -> Library:
     # (q, k, v, block_tables, bt_stride, query_start, seq_lens, num_seqs, num_heads, num_kv_heads, head_dim,
     #  block_size, scale, out, scores scratch)
     extend.argtypes = [ptr, ptr, ptr, ptr, i64, ptr, ptr, i64, i64, i64, i64, i64, f32, ptr, ptr]
-    decode.restype = extend.restype = None
     forward, scratch = lib.kvviz_forward, lib.kvviz_forward_scratch
     # (tokens, positions, slots, rows, query_start, seqs, decode, block_tables, bt_stride, seq_lens, embed,
     #  layers, num_layers, k_caches, v_caches, cos, sin, final_norm, lm_head, vocab, d, heads, kv_heads,
     #  head_dim, ff, block_size, eps, scale, logits, scratch)
     forward.argtypes = [ptr, ptr, ptr, i64, ptr, i64, i64, ptr, i64, ptr, ptr, ptr, i64, ptr, ptr, ptr, ptr,
                         ptr, ptr, i64, i64, i64, i64, i64, i64, i64, f32, f32, ptr, ptr]
-    forward.restype = None
     # (rows, d, heads, kv_heads, head_dim, ff, max_len)
     scratch.argtypes = [i64] * 7
     scratch.restype = i64
-    return Library(decode, extend, "", forward, scratch)
+    rope_store, decode_layer = lib.kvviz_rope_store, lib.kvviz_decode_layer
+    add_rms_norm = lib.kvviz_add_rms_norm
+    # (qkv, cos, sin, positions, slots, rows, num_heads, num_kv_heads, head_dim, k, v, q)
+    rope_store.argtypes = [ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64, ptr, ptr, ptr]
+    # (rope_store's, then block_tables, bt_stride, seq_lens, block_size, scale, out, scores scratch)
+    decode_layer.argtypes = [*rope_store.argtypes, ptr, i64, ptr, i64, f32, ptr, ptr]
+    # (h, a or NULL, weight, rows, dim, eps, out)
+    add_rms_norm.argtypes = [ptr, ptr, ptr, i64, i64, f32, ptr]
+    for fn in (decode, extend, forward, rope_store, decode_layer, add_rms_norm):
+        fn.restype = None
+    return Library(decode, extend, "", forward, scratch, rope_store, decode_layer, add_rms_norm)
