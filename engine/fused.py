@@ -24,6 +24,7 @@ None where the C does not take the tensors (Transformer.forward then runs its ow
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
@@ -36,15 +37,16 @@ if TYPE_CHECKING:
     from engine.backend import AttentionBackend
     from engine.model import Block, ForwardBatch, KVPool, Transformer
 
-# per layer: attn_norm's weight, W_qkv, W_o, mlp_norm's weight, W_gate_up, W_down
+# per layer: attn_norm's weight, W_qkv.t(), W_o.t(), mlp_norm's weight, W_gate_up.t(), W_down.t()
 LayerWeights = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 def layer_weights(model: Transformer) -> list[LayerWeights]:
-    """Each layer's weights, q/k/v and gate/up stacked (engine/model.py's fused_weight: the same sums
-    bit for bit). Built once and kept on the model while each of its parameters holds the same memory
-    at the same version (an in-place change, as load_state_dict or init_weights makes, bumps it).
-    (The parameters are listed once: walking the modules for them would cost ~50 µs a forward.)"""
+    """Each layer's weights, transposed (views), q/k/v and gate/up stacked (engine/model.py's
+    fused_weight: the same sums bit for bit). Built once and kept on the model while each of its
+    parameters holds the same memory at the same version (an in-place change, as load_state_dict or
+    init_weights makes, bumps it). (The parameters are listed once: walking the modules for them
+    would cost ~50 µs a forward.)"""
     params = model.__dict__.get("_fused_params")
     if params is None:
         params = model.__dict__["_fused_params"] = tuple(model.parameters())
@@ -55,11 +57,26 @@ def layer_weights(model: Transformer) -> list[LayerWeights]:
         for blk in cast(Sequence["Block"], model.blocks):
             att, mlp = blk.attn, blk.mlp
             layers.append((blk.attn_norm.weight,
-                           torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]),
-                           att.o_proj.weight, blk.mlp_norm.weight,
-                           torch.cat([mlp.gate.weight, mlp.up.weight]), mlp.down.weight))
+                           torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]).t(),
+                           att.o_proj.weight.t(), blk.mlp_norm.weight,
+                           torch.cat([mlp.gate.weight, mlp.up.weight]).t(), mlp.down.weight.t()))
         cached = model.__dict__["_fused_layers"] = (key, layers)
     return cast(list[LayerWeights], cached[1])
+
+
+def _scratch(name: str, rows: int, cols: int) -> torch.Tensor:
+    """A (rows, cols) float32 buffer this thread keeps from one forward to the next, grown as needed
+    (at most ~6 MB in all: a prefill group's 1,024 rows). A prefill's gate/up output is 4 MB: made
+    afresh in every layer, glibc took it from the OS each time and its pages were faulted in again
+    (a batch of 16 prompts' prefill was 15% slower for it). Per thread: forwards run on several."""
+    bufs: dict[str, torch.Tensor] = _SCRATCH.__dict__.setdefault("bufs", {})
+    buf = bufs.get(name)
+    if buf is None or buf.numel() < rows * cols:
+        buf = bufs[name] = torch.empty(rows * cols, dtype=torch.float32)
+    return buf[: rows * cols].view(rows, cols)
+
+
+_SCRATCH = threading.local()
 
 
 def forward(model: Transformer, batch: ForwardBatch, kv: KVPool,
@@ -75,12 +92,17 @@ def forward(model: Transformer, batch: ForwardBatch, kv: KVPool,
         return None
     weights = layer_weights(model)
     scale, eps, d_ff = cfg.head_dim**-0.5, cfg.norm_eps, cfg.d_ff
-    h = F.embedding(batch.token_ids, model.embed.weight)  # (T, d_model)
-    x = torch.empty_like(h)
-    a = None  # what the next add_rms_norm adds to h first: the previous layer's MLP output
-    for layer, (w_attn_norm, w_qkv, w_o, w_mlp_norm, w_gate_up, w_down) in enumerate(weights):
-        cpu_layer.add_rms_norm(h, a, w_attn_norm, eps, x)
-        qkv = F.linear(x, w_qkv)
+    h = F.embedding(batch.token_ids, model.embed.weight)  # (T, d_model), the residual stream
+    rows, width = h.shape
+    # this thread's scratch: x (each RMSNorm's output), qkv, a (o_proj's and down's outputs), gate/up
+    x, qkv, a, gate_up = (_scratch(name, rows, cols) for name, cols in
+                          (("x", width), ("qkv", weights[0][1].shape[1]), ("a", width),
+                           ("gate_up", 2 * d_ff)))
+    add: torch.Tensor | None = None  # what the next add_rms_norm adds to h first: the last MLP's output
+    # (torch.mm(x, W.t(), out=...): F.linear(x, W)'s floats, bit for bit, into the scratch)
+    for layer, (w_attn_norm, w_qkv_t, w_o_t, w_mlp_norm, w_gate_up_t, w_down_t) in enumerate(weights):
+        cpu_layer.add_rms_norm(h, add, w_attn_norm, eps, x)
+        torch.mm(x, w_qkv_t, out=qkv)
         if decode is not None:
             o = cpu_layer.decode_layer(plan, layer, qkv, scale)
             if layer == 0 and batch.block_reads is not None:
@@ -95,10 +117,11 @@ def forward(model: Transformer, batch: ForwardBatch, kv: KVPool,
                 o = backend.decode_attention(q[last], kv.k[layer], kv.v[layer], batch.block_tables,
                                              batch.seq_lens, scale)
                 h = h[last]
-                x = torch.empty_like(h)
-        a = F.linear(o.view(o.shape[0], -1), w_o)  # o_proj(o)
+                x, a, gate_up = x[: h.shape[0]], a[: h.shape[0]], gate_up[: h.shape[0]]
+        torch.mm(o.view(o.shape[0], -1), w_o_t, out=a)  # o_proj(o)
         cpu_layer.add_rms_norm(h, a, w_mlp_norm, eps, x)
-        gate_up = F.linear(x, w_gate_up)
-        a = F.linear(F.silu(gate_up[:, :d_ff], inplace=True).mul_(gate_up[:, d_ff:]), w_down)
-    cpu_layer.add_rms_norm(h, a, model.final_norm.weight, eps, x)
+        torch.mm(x, w_gate_up_t, out=gate_up)
+        torch.mm(F.silu(gate_up[:, :d_ff], inplace=True).mul_(gate_up[:, d_ff:]), w_down_t, out=a)
+        add = a
+    cpu_layer.add_rms_norm(h, add, model.final_norm.weight, eps, x)
     return F.linear(x, model.lm_head.weight)
