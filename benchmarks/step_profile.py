@@ -55,13 +55,13 @@ PHASES = {
 }
 NEW_STYLE = ("engine.py", "_schedule")  # present: the schedule entries below it are inside it
 # Inside the model: the attention backend's calls, each by whichever of its functions holds the most
-# time (the C's wrapper includes the reference it hands a batch to; an older engine has only the
-# reference). The shared-prefix trace shows it apart from the model's other work.
+# time (the C's wrapper includes the reference it hands a batch to; an older engine has only the reference;
+# the native forward's decode_layer has RoPE and the KV stores in it). The shared-prefix trace shows it apart.
 ATTENTION = {
     "extend": [("cpu_extend.py", "paged_extend_attention"), ("reference.py", "paged_extend_attention_ref"),
                ("extend_attention.py", "paged_extend_attention")],
     "decode": [("cpu_native.py", "paged_decode_attention"), ("reference.py", "paged_decode_attention_ref"),
-               ("decode_attention.py", "paged_decode_attention")],
+               ("decode_attention.py", "paged_decode_attention"), ("cpu_layer.py", "decode_layer")],
 }
 
 

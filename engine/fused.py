@@ -25,17 +25,40 @@ None where the C does not take the tensors (Transformer.forward then runs its ow
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import Any, Protocol, cast
 
 import torch
 import torch.nn.functional as F
 
+from engine.backend import AttentionBackend
+from engine.config import ModelConfig
 from kernels import cpu_layer, cpu_native
 
-if TYPE_CHECKING:
-    from engine.backend import AttentionBackend
-    from engine.model import Block, ForwardBatch, KVPool, Transformer
+
+# What this reads of engine/model.py's classes (which import this module: named here by their parts)
+class ForwardBatch(Protocol):
+    is_decode: bool
+    token_ids: torch.Tensor
+    positions: torch.Tensor
+    slot_mapping: torch.Tensor
+    block_tables: torch.Tensor
+    seq_lens: torch.Tensor
+    query_start: torch.Tensor
+    block_reads: torch.Tensor | None
+
+
+class KVPool(Protocol):
+    k: list[torch.Tensor]
+    v: list[torch.Tensor]
+
+
+class Transformer(Protocol):
+    cfg: ModelConfig
+    rope_cos: torch.Tensor
+    rope_sin: torch.Tensor
+
+    def __getattr__(self, name: str) -> Any: ...  # (its modules and parameters(): an nn.Module's)
+
 
 # per layer: attn_norm's weight, W_qkv.t(), W_o.t(), mlp_norm's weight, W_gate_up.t(), W_down.t()
 LayerWeights = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
@@ -54,7 +77,7 @@ def layer_weights(model: Transformer) -> list[LayerWeights]:
     cached = model.__dict__.get("_fused_layers")
     if cached is None or cached[0] != key:
         layers = []
-        for blk in cast(Sequence["Block"], model.blocks):
+        for blk in model.blocks:
             att, mlp = blk.attn, blk.mlp
             layers.append((blk.attn_norm.weight,
                            torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]).t(),

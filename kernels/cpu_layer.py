@@ -33,7 +33,7 @@ def available() -> bool:
 
 
 def _c_float(t: torch.Tensor) -> bool:
-    return t.dtype == torch.float32 and t.device.type == "cpu" and t.is_contiguous()
+    return t.dtype is torch.float32 and t.is_cpu and t.is_contiguous()
 
 
 def _bounds(t: torch.Tensor) -> tuple[int, int]:
