@@ -31,12 +31,14 @@ from engine.model import Block, ForwardBatch, KVPool, Transformer, fused_weight
 from kernels import cpu_extend, cpu_native
 from kernels.cpu_build import load
 
-# The most new tokens one C forward takes (docs/benchmarks.md, twentieth session): a decode of up to
-# 64 sequences (the most the lesson and the benchmarks run), whose four-row matmuls still beat
-# torch's calls; a prefill of up to 128 tokens (a typed question on its cached prefix: 16 new
-# tokens 2.8 -> 1.6 ms a step, 128 5.7 -> 5.4 ms), about where MKL's blocked matmuls catch up (192).
-MAX_ROWS = 64
-PREFILL_ROWS = 128
+# The most new tokens one C forward takes (docs/benchmarks.md, twentieth session), measured against the
+# native backend's torch forward (engine/fused.py: MKL's matmuls, a layer's small operations in C;
+# alternating, quiet): a decode of up to 40 sequences, whose four-row matmuls still win there (a step
+# of 32: 1.77 ms here, 1.79 there; of 64: 3.89 here, 3.56 there); a prefill of up to 64 new tokens
+# (a typed question on its cached prefix: 42 new tokens 1.59 ms here, 1.80 there; 58: 2.09 / 2.21;
+# 74: 2.63 / 2.54; 154: 5.44 / 4.70). (Against the plain torch forward the C won up to ~192.)
+MAX_ROWS = 40
+PREFILL_ROWS = 64
 ENABLED = os.environ.get("KVVIZ_NATIVE_FORWARD") != "0"  # (KVVIZ_NATIVE_FORWARD=0: the torch forward always)
 LAYER_WEIGHTS = 6  # per layer, in forward.c's order
 

@@ -1,5 +1,7 @@
 """The native backend's per-layer C (kernels/cpu_layer.py, kernels/cpu/fused_layer.c) and the forward
-that runs it (engine/fused.py), against torch's operations and Transformer.forward's own path.
+that runs it (engine/fused.py), against torch's operations and Transformer.forward's own path. (The
+engine runs a small batch in one C call instead, engine/native_forward.py: the engine's runs here turn
+that off, `no_c_forward`, so that every step is engine/fused.py's.)
 
 RoPE, the KV stores and the residual adds must be torch's floats bit for bit; RMSNorm to its last
 bit; the decode attention is cpu_native's. Every index the C reads or writes through is refused
@@ -17,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from paged_kv_support import make_paged_kv
 
-from engine import Engine, EngineConfig, ModelConfig, fused
+from engine import Engine, EngineConfig, ModelConfig, fused, native_forward
 from engine.model import Transformer, apply_rope, rope_tables
 from kernels import cpu_layer, cpu_native
 from kernels.reference import store_kv_ref
@@ -25,6 +27,11 @@ from kernels.reference import store_kv_ref
 CPU = torch.device("cpu")
 LENS = [1, 15, 16, 17, 33, 64]
 TINY = ModelConfig(num_layers=2, d_model=32, num_heads=4, num_kv_heads=2, d_ff=64, max_seq_len=128)
+
+
+@pytest.fixture
+def no_c_forward(monkeypatch):
+    monkeypatch.setattr(native_forward, "ENABLED", False)
 
 
 def _layer_inputs(num_heads: int, num_kv_heads: int, head_dim: int, seed: int = 0):
@@ -156,12 +163,11 @@ def _logits_both_ways(engine: Engine, prompts: list[str], max_new_tokens: int):
     for p in prompts:
         engine.add_request(p, max_new_tokens)
     pairs = []
-    run_model = engine._run_model
 
     def both(batch):
         twin = engine.clone()
         expected = twin.model(dataclasses.replace(batch, block_reads=None), twin.kv, unfused)
-        got = run_model(batch)
+        got = engine.model(batch, engine.kv, engine.backend)
         pairs.append((batch.is_decode, got, expected, engine.kv.k[-1].clone(), twin.kv.k[-1]))
         return got
 
@@ -172,7 +178,7 @@ def _logits_both_ways(engine: Engine, prompts: list[str], max_new_tokens: int):
 
 
 @pytest.mark.parametrize("weights", ["random", "trained"])
-def test_the_fused_forward_gives_the_unfused_logits_and_kv(weights):
+def test_the_fused_forward_gives_the_unfused_logits_and_kv(weights, no_c_forward):
     model = TINY if weights == "random" else ModelConfig()
     engine = Engine(EngineConfig(num_blocks=64, block_size=8, prefix_sharing=True, device="cpu", model=model,
                                  weights=weights))
@@ -185,18 +191,42 @@ def test_the_fused_forward_gives_the_unfused_logits_and_kv(weights):
         torch.testing.assert_close(k_got, k_expected, atol=1e-5, rtol=1e-5)
 
 
-def test_native_fused_and_torch_generate_the_same_tokens_on_the_trained_model():
-    prompts = [f"[{i}] What does a block of the KV cache hold?" for i in range(6)] + ["The KV cache"]
+@pytest.mark.parametrize("c_forward", [False, True])
+def test_native_and_torch_generate_the_same_tokens_on_the_trained_model(c_forward, monkeypatch):
+    """With the C forward off (every step engine/fused.py's), and on for small batches only (a decode of
+    at most 3 sequences, a prefill of at most 16 tokens: the rest engine/fused.py's), as the engine
+    mixes them."""
+    monkeypatch.setattr(native_forward, "ENABLED", c_forward)
+    monkeypatch.setattr(native_forward, "MAX_ROWS", 3)
+    monkeypatch.setattr(native_forward, "PREFILL_ROWS", 16)
+    calls = {"fused": 0}
+    fused_forward = fused.forward
+
+    def counted(*args):
+        calls["fused"] += 1
+        return fused_forward(*args)
+
+    monkeypatch.setattr(fused, "forward", counted)
+    prompts = [f"[{i}] What does a block of the KV cache hold?" for i in range(6)] + ["The KV cache", "ab"]
     results = {}
     for name in ("native", "torch"):
         engine = Engine(EngineConfig(num_blocks=96, block_size=16, backend=name, device="cpu",
                                      weights="trained"))
         assert engine.backend.fused == (name == "native")
-        results[name] = [r.token_ids for r in engine.generate(prompts, 48)]
+        ids = [engine.add_request(p, 24 + 8 * i) for i, p in enumerate(prompts)]  # (the batch shrinks)
+        fused_before = calls["fused"]
+        steps = 0
+        while engine.has_unfinished():
+            engine.step()
+            steps += 1
+        results[name] = [list(engine.requests[i].output_ids) for i in ids]
+        if name == "native":
+            assert 0 < calls["fused"] - fused_before <= steps
+            assert (calls["fused"] - fused_before < steps) == c_forward
     assert results["native"] == results["torch"]
 
 
-def test_weights_changed_in_place_are_seen():
+def test_weights_changed_in_place_are_seen(no_c_forward):
     model = Transformer(TINY)
     model.init_weights(0)
     model.eval().requires_grad_(False)
@@ -214,7 +244,7 @@ def test_weights_changed_in_place_are_seen():
         torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
 
 
-def test_forwards_on_two_threads_at_once_keep_their_own_scratch():
+def test_forwards_on_two_threads_at_once_keep_their_own_scratch(no_c_forward):
     def tokens(out: list) -> None:
         engine = Engine(EngineConfig(num_blocks=64, block_size=8, device="cpu", model=TINY, weights="random"))
         out.extend(r.token_ids for r in engine.generate(["abcdefgh" * 4, "xyz", "The KV cache"] * 3, 16))
