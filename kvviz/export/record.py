@@ -123,7 +123,7 @@ def encode(value: Any) -> Any:
     if isinstance(value, dict):
         return {"map": {str(k): encode(v) for k, v in value.items()}}
     if isinstance(value, list | tuple):
-        if all(type(v) in _AS_IS for v in value):  # (a column of strings or whole numbers: as it is)
+        if _AS_IS.issuperset(map(type, value)):  # (a column of strings or whole numbers: as it is)
             return list(value)
         return [encode(v) for v in value]
     if value is None or isinstance(value, str | int | float | bool):
