@@ -23,11 +23,11 @@ import math
 import os
 import weakref
 from collections.abc import Sequence
-from typing import cast
 
 import torch
 
-from engine.model import Block, ForwardBatch, KVPool, Transformer, fused_weight
+from engine import fused
+from engine.model import ForwardBatch, KVPool, Transformer
 from kernels import cpu_extend, cpu_native
 from kernels.cpu_build import load
 
@@ -40,7 +40,6 @@ from kernels.cpu_build import load
 MAX_ROWS = 40
 PREFILL_ROWS = 64
 ENABLED = os.environ.get("KVVIZ_NATIVE_FORWARD") != "0"  # (KVVIZ_NATIVE_FORWARD=0: the torch forward always)
-LAYER_WEIGHTS = 6  # per layer, in forward.c's order
 
 
 def available() -> bool:
@@ -49,30 +48,22 @@ def available() -> bool:
 
 
 class _Weights:
-    """One model's weights as the C reads them: their addresses, in forward.c's order, checked once
-    per model (and again only if a weight changes)."""
+    """One model's weights as the C reads them: their addresses, in forward.c's order. The layers'
+    are engine/fused.py's `layer_weights` (kept per model while its parameters are unchanged; q/k/v
+    and gate/up stacked), whose transposed views are, transposed back, the contiguous (out, in)
+    matrices forward.c reads."""
 
-    def __init__(self, model: Transformer):
-        self.params = list(model.parameters())
-        self.versions = self._versions()
-        tensors: list[torch.Tensor] = []
-        for blk in cast(Sequence[Block], model.blocks):  # (nn.ModuleList types its items as Modules)
-            attn, mlp = blk.attn, blk.mlp
-            tensors += [blk.attn_norm.weight, fused_weight(attn, attn.q_proj, attn.k_proj, attn.v_proj),
-                        attn.o_proj.weight, blk.mlp_norm.weight, fused_weight(mlp, mlp.gate, mlp.up),
-                        mlp.down.weight]
-        self.kept = [t.detach() for t in tensors]  # (alive while the C reads them)
+    def __init__(self, model: Transformer, layers: list[fused.LayerWeights]):
+        self.layers_of = layers
+        self.kept = [t if t.dim() == 1 else t.t() for weights in layers for t in weights]
         self.others = [t.detach() for t in (model.embed.weight, model.rope_cos, model.rope_sin,
                                             model.final_norm.weight, model.lm_head.weight)]
         _check_tensors([*self.kept, *self.others])
         self.layers = torch.tensor([t.data_ptr() for t in self.kept], dtype=torch.int64)
 
-    def _versions(self) -> list[tuple[int, int]]:
-        return [(p.data_ptr(), p._version) for p in self.params]
-
-    def current(self) -> bool:
+    def current(self, model: Transformer) -> bool:
         """Whether the weights are still those read (training changes them in place)."""
-        return self._versions() == self.versions
+        return fused.layer_weights(model) is self.layers_of
 
 
 _WEIGHTS: weakref.WeakKeyDictionary[Transformer, _Weights] = weakref.WeakKeyDictionary()
@@ -89,8 +80,8 @@ class NativeForward:
 
     def __init__(self, model: Transformer, kv: KVPool):
         weights = _WEIGHTS.get(model)
-        if weights is None or not weights.current():
-            weights = _WEIGHTS[model] = _Weights(model)
+        if weights is None or not weights.current(model):
+            weights = _WEIGHTS[model] = _Weights(model, fused.layer_weights(model))
         _check_tensors([*kv.k, *kv.v])
         self.model, self.kv, self.cfg, self.weights = model, kv, model.cfg, weights
         self.k_caches = torch.tensor([t.data_ptr() for t in kv.k], dtype=torch.int64)
@@ -113,7 +104,8 @@ class NativeForward:
         PREFILL_ROWS new tokens, with the weights as they were read."""
         rows = batch.token_ids.shape[0]
         return (rows <= (MAX_ROWS if batch.is_decode else PREFILL_ROWS)
-                and self.cfg.num_heads <= cpu_extend.TILE * self.cfg.num_kv_heads and self.weights.current())
+                and self.cfg.num_heads <= cpu_extend.TILE * self.cfg.num_kv_heads
+                and self.weights.current(self.model))
 
     def __call__(self, batch: ForwardBatch) -> torch.Tensor:
         """The logits of each sequence's last new token, (S, vocab); K and V of every new token stored."""
